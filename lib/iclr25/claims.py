@@ -1,0 +1,193 @@
+"""A paper's claims as checks that can fail, saved for the scorecard.
+
+A notebook states each claim of the paper it reproduces: the claim in words, where the paper
+makes it (``"Table 2"``, ``"Fig. 3"``), the paper's number, ours (from this run, never typed in),
+whether it holds, and whether it *must* hold at the profile being run. A claim that cannot hold at
+small scale is recorded with ``must_hold=False`` and the reason in ``note`` -- never dropped.
+
+The notebook ends with :meth:`Claims.save` (JSON under ``results/<chapter>/<notebook>.json``) and
+:meth:`Claims.assert_all`, which raises :class:`ClaimFailed` listing the must-hold claims that
+failed, so a wrong result fails the notebook (and CI).
+
+Result file schema (``"schema": 1``)::
+
+    {
+      "schema": 1,
+      "chapter": "18-relu-landscape",        # notebooks/<chapter>/
+      "notebook": "01-saddle-to-saddle",     # file stem
+      "profile": "smoke" | "book" | "paper",
+      "parameters": {...},                   # the notebook's knobs as run
+      "metrics": {"final_loss": 0.0279, ...},# scalars a sweep collects
+      "created": "2026-11-30T12:00:00+00:00",
+      "claims": [
+        {"claim": str, "source": str, "paper": str | number | null, "ours": str | number | null,
+         "holds": bool, "must_hold": bool, "note": str}
+      ]
+    }
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import numbers
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import paths, profiles
+
+__all__ = ["Claim", "Claims", "ClaimFailed", "load_results", "SCHEMA"]
+
+SCHEMA = 1
+
+
+class ClaimFailed(AssertionError):
+    """Raised by :meth:`Claims.assert_all` when a claim that must hold does not."""
+
+
+def _plain(x: Any) -> Any:
+    """JSON-friendly version of numpy scalars/arrays and other simple values."""
+    if x is None or isinstance(x, (str, bool)):
+        return x
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
+        x = x.item()
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        x = float(x)
+        return x if math.isfinite(x) else str(x)
+    if hasattr(x, "tolist"):
+        return _plain(x.tolist())
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    return str(x)
+
+
+@dataclass
+class Claim:
+    """One checked claim (see the module docstring for the fields)."""
+
+    claim: str
+    source: str
+    paper: Any
+    ours: Any
+    holds: bool
+    must_hold: bool = True
+    note: str = ""
+
+
+@dataclass
+class Claims:
+    """The claims of one notebook run.
+
+    Parameters
+    ----------
+    chapter, notebook:
+        ``"18-relu-landscape"``, ``"01-saddle-to-saddle"``: where the result file goes.
+    profile:
+        The profile being run (``None``: resolved as in :func:`iclr25.profiles.resolve`).
+    parameters:
+        The notebook's knobs, saved beside the claims.
+    """
+
+    chapter: str
+    notebook: str
+    profile: str | None = None
+    parameters: dict = field(default_factory=dict)
+    items: list[Claim] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.profile = profiles.resolve(self.profile)
+
+    def check(self, claim: str, *, source: str, paper: Any, ours: Any, holds: bool,
+              must_hold: bool | Iterable[str] = True, note: str = "") -> Claim:
+        """Record one claim.
+
+        ``must_hold`` is a bool or the profiles in which the claim must hold, e.g.
+        ``("book", "paper")`` for a claim that needs the book's scale. ``holds`` must be
+        computed from this run's numbers.
+        """
+        if not isinstance(must_hold, bool):
+            wanted = tuple(must_hold)
+            bad = [p for p in wanted if p not in profiles.PROFILES]
+            if bad:
+                raise profiles.ProfileError(
+                    f"unknown profile(s) {bad} in must_hold; valid: {', '.join(profiles.PROFILES)}")
+            must_hold = self.profile in wanted
+        item = Claim(claim=claim, source=source, paper=_plain(paper), ours=_plain(ours),
+                     holds=bool(holds), must_hold=bool(must_hold), note=note)
+        self.items = [c for c in self.items if c.claim != claim] + [item]
+        return item
+
+    def metric(self, name: str, value: Any) -> None:
+        """Record a scalar metric (collected by ``iclr25 sweep``)."""
+        self.metrics[name] = _plain(value)
+
+    @property
+    def failed(self) -> list[Claim]:
+        """Must-hold claims that did not hold."""
+        return [c for c in self.items if c.must_hold and not c.holds]
+
+    def table(self):
+        """The claims as a ``pandas.DataFrame`` (paper vs ours), for display."""
+        import pandas as pd
+
+        rows = [{"claim": c.claim, "source": c.source, "paper": c.paper, "ours": c.ours,
+                 "holds": "yes" if c.holds else "no",
+                 "must hold": "yes" if c.must_hold else "no", "note": c.note} for c in self.items]
+        return pd.DataFrame(rows, columns=["claim", "source", "paper", "ours", "holds",
+                                           "must hold", "note"])
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html(index=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA, "chapter": self.chapter, "notebook": self.notebook,
+            "profile": self.profile, "parameters": _plain(self.parameters),
+            "metrics": _plain(self.metrics),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "claims": [asdict(c) for c in self.items],
+        }
+
+    def save(self, directory: str | Path | None = None) -> Path:
+        """Write ``<directory>/<chapter>/<notebook>.json`` (default directory:
+        :func:`iclr25.paths.results_dir`) and return its path."""
+        base = Path(directory) if directory is not None else paths.results_dir()
+        out = base / self.chapter / f"{self.notebook}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return out
+
+    def assert_all(self) -> None:
+        """Raise :class:`ClaimFailed` listing every must-hold claim that failed."""
+        if not self.items:
+            raise ClaimFailed(f"{self.chapter}/{self.notebook}: no claims were recorded")
+        failed = self.failed
+        if failed:
+            lines = "\n".join(f"  - {c.claim} ({c.source}): paper {c.paper}, ours {c.ours}"
+                              for c in failed)
+            raise ClaimFailed(
+                f"{len(failed)} claim(s) that must hold at profile {self.profile!r} failed:\n{lines}")
+
+
+def load_results(directory: str | Path | None = None) -> list[dict]:
+    """All result files under ``directory`` (default: ``results/``), sorted by chapter and notebook."""
+    base = Path(directory) if directory is not None else paths.results_dir()
+    out = []
+    for p in sorted(base.glob("*/*.json")):
+        try:
+            data = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: not a valid claims file ({e})") from e
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"{p}: schema {data.get('schema')!r}, expected {SCHEMA}")
+        out.append(data)
+    return out

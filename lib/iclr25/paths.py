@@ -1,0 +1,49 @@
+"""Where the book keeps things: the repository root, ``results/``, ``runs/`` and the model cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["repo_root", "results_dir", "runs_dir", "notebooks_dir", "cache_dir"]
+
+_MARKERS = ("_toc.yml", "pyproject.toml")
+
+
+def repo_root(start: str | os.PathLike | None = None) -> Path:
+    """The book's root: ``$ICLR25_ROOT``, else the nearest parent of ``start`` (default: the
+    working directory, then this file) that holds ``_toc.yml`` and ``pyproject.toml``."""
+    if os.environ.get("ICLR25_ROOT"):
+        return Path(os.environ["ICLR25_ROOT"]).resolve()
+    candidates = [Path(start or os.getcwd()).resolve(), Path(__file__).resolve()]
+    for begin in candidates:
+        for p in (begin, *begin.parents):
+            if all((p / m).exists() for m in _MARKERS):
+                return p
+    raise FileNotFoundError(
+        "cannot find the book's root (a folder with _toc.yml and pyproject.toml) above "
+        f"{candidates[0]}; set ICLR25_ROOT"
+    )
+
+
+def results_dir() -> Path:
+    """Where notebooks save their claims: ``$ICLR25_RESULTS_DIR``, else ``<root>/results``."""
+    if os.environ.get("ICLR25_RESULTS_DIR"):
+        return Path(os.environ["ICLR25_RESULTS_DIR"])
+    return repo_root() / "results"
+
+
+def runs_dir() -> Path:
+    """Where ``iclr25 run``/``sweep`` write: ``$ICLR25_RUNS_DIR``, else ``<root>/runs``."""
+    if os.environ.get("ICLR25_RUNS_DIR"):
+        return Path(os.environ["ICLR25_RUNS_DIR"])
+    return repo_root() / "runs"
+
+
+def notebooks_dir() -> Path:
+    return repo_root() / "notebooks"
+
+
+def cache_dir() -> Path:
+    """Model cache: ``$ICLR25_CACHE``, else ``~/.cache/iclr25``."""
+    return Path(os.environ.get("ICLR25_CACHE", Path.home() / ".cache" / "iclr25"))
