@@ -1,0 +1,276 @@
+"""``iclr25``: run the book's notebooks at any scale, sweep them, list them, score them.
+
+::
+
+    iclr25 list [CHAPTER]
+    iclr25 run 18-relu-landscape/01-saddle-to-saddle --profile smoke -p seed=3 -p lr=1e-3
+    iclr25 sweep 18-relu-landscape/01-saddle-to-saddle --grid seed=0,1,2 --grid lr=1e-3,2e-3
+    iclr25 sweep ... --scheduler tcp://HOST:8786        # on a Dask cluster
+    iclr25 scorecard [--results DIR] [--format text|markdown|csv]
+
+Also ``python -m iclr25 ...``. The work is done by :mod:`iclr25.batch` and :mod:`iclr25.scorecard`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__, paths, profiles
+
+__all__ = ["main", "build_parser"]
+
+EXAMPLES_RUN = """\
+examples:
+  iclr25 run 18-relu-landscape/01-saddle-to-saddle --profile smoke
+  iclr25 run 18-relu-landscape/01-saddle-to-saddle --profile paper -p seed=3 -p lr=1e-3
+  iclr25 run path/to/any.ipynb -p name="'a string'"
+
+The executed notebook, the claims it saved and run.json go to runs/<timestamp>-<notebook>/
+(runs/ is $ICLR25_RUNS_DIR if set). Exit status: 0 if the notebook ran to the end, 1 if it
+raised (a failed must-hold claim raises), 2 for a usage error.
+"""
+
+EXAMPLES_SWEEP = """\
+examples:
+  iclr25 sweep 18-relu-landscape/01-saddle-to-saddle --grid seed=0,1,2 --grid lr=1e-3,2e-3
+  iclr25 sweep 18-relu-landscape/01-saddle-to-saddle --profile paper --grid seed=0,1,2,3 \\
+      --scheduler tcp://10.0.0.5:8786
+
+Each point runs in runs/<timestamp>-sweep-<notebook>/<i>-seed=0-lr=0.001/; the table of all
+runs (grid values, ok, duration, metrics, each claim's holds) is printed and saved as sweep.csv
+there. Dask workers must import iclr25 and see the repository and runs/ at the same paths.
+Exit status: 0 if every run ran to the end, 1 if any raised, 2 for a usage error.
+"""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="iclr25", formatter_class=_Formatter,
+        description="Run the notebooks of the iclr25 book at a profile (smoke, book, paper),\n"
+                    "sweep them over parameter grids locally or on a Dask cluster, and print\n"
+                    "the scorecard of the papers' claims.",
+        epilog="Run 'iclr25 COMMAND --help' for a command's options.")
+    parser.add_argument("--version", action="version", version=f"iclr25 {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    nb_help = ("a notebook: CHAPTER/NOTEBOOK under notebooks/ (e.g. 18-relu-landscape/"
+               "01-saddle-to-saddle, .ipynb optional) or a path to a .ipynb")
+    prof_help = (f"one of {', '.join(profiles.PROFILES)} (default: ${profiles.ENV_VAR}, "
+                 f"else {profiles.DEFAULT_PROFILE})")
+    param_help = ("set a parameter of the notebook's parameters cell; VALUE is a Python literal "
+                  "(3, 1e-3, True, 'abc') or else taken as a string; repeatable")
+
+    p = sub.add_parser("run", help="execute one notebook with a profile and parameters",
+                       description="Execute one notebook with papermill at a profile, with "
+                                   "parameters,\ninto its own run folder.",
+                       epilog=EXAMPLES_RUN, formatter_class=_Formatter)
+    p.add_argument("notebook", metavar="NOTEBOOK", help=nb_help)
+    p.add_argument("--profile", help=prof_help)
+    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", help=param_help)
+    p.add_argument("--out", metavar="DIR", help="the run folder (default: a new runs/<timestamp>-<notebook>/)")
+    p.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's, else python3)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per cell (default: none)")
+
+    s = sub.add_parser("sweep", help="run a notebook over a grid of parameters (local or Dask)",
+                       description="Run a notebook at every point of the cartesian product of "
+                                   "the grids,\nin parallel, and tabulate the runs.",
+                       epilog=EXAMPLES_SWEEP, formatter_class=_Formatter)
+    s.add_argument("notebook", metavar="NOTEBOOK", help=nb_help)
+    s.add_argument("--grid", action="append", default=[], required=True, metavar="NAME=V1,V2,...",
+                   help="values of one parameter (Python literals, comma-separated); repeatable, "
+                        "the runs are the cartesian product")
+    s.add_argument("--profile", help=prof_help)
+    s.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a parameter fixed for every run; " + param_help.split("; ", 1)[1])
+    s.add_argument("--workers", type=int, metavar="N",
+                   help="local processes (default: min(runs, CPUs)); ignored with --scheduler")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a Dask scheduler, e.g. tcp://HOST:8786: run there instead of locally")
+    s.add_argument("--out", metavar="DIR", help="the sweep folder (default: a new runs/<timestamp>-sweep-<notebook>/)")
+    s.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's, else python3)")
+    s.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per cell (default: none)")
+
+    ls = sub.add_parser("list", help="list chapters, notebooks and their parameters",
+                        formatter_class=_Formatter,
+                        description="List the chapters under notebooks/, their notebooks, and\n"
+                                    "each notebook's parameters with defaults and comments.")
+    ls.add_argument("chapter", nargs="?", metavar="CHAPTER",
+                    help="only this chapter (its name or number: 18-relu-landscape, 18)")
+
+    sc = sub.add_parser("scorecard", help="the table of the papers' claims and whether they held",
+                        description="Print, per chapter, how many of the papers' claims held,\n"
+                                    "then each claim: paper vs ours, holds, must hold, note.",
+                        formatter_class=_Formatter)
+    sc.add_argument("--results", metavar="DIR",
+                    help="results folder (default: results/, or $ICLR25_RESULTS_DIR); a run "
+                         "folder under runs/ works too")
+    sc.add_argument("--format", choices=["text", "markdown", "csv"], default="text",
+                    help="output format (default: text)")
+    return parser
+
+
+def _error(msg: str) -> int:
+    print(f"iclr25: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _rel(path: Path | str) -> str:
+    """``path`` relative to the working directory when it is below it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def _print_run(res) -> None:
+    status = "ok" if res.ok else "FAILED"
+    params = ", ".join(f"{k}={v!r}" for k, v in res.parameters.items())
+    print(f"{status}: {res.notebook} (profile {res.profile}{', ' + params if params else ''}) "
+          f"in {res.duration_s:.1f} s")
+    print(f"  run folder:      {_rel(res.out_dir)}")
+    print(f"  output notebook: {_rel(res.output_notebook)}")
+    if res.claims:
+        print(f"  claims held:     {res.held}/{res.recorded}")
+    else:
+        print("  claims:          none saved")
+    failed = res.failed_claims
+    if failed:
+        print("  failed must-hold claims:")
+        for c in failed:
+            print(f"    - {c['claim']} ({c.get('source', '')}): paper {c.get('paper')}, ours {c.get('ours')}")
+    if res.error:
+        print("  error: " + res.error.strip().replace("\n", "\n    "))
+
+
+def _cmd_run(args) -> int:
+    from . import batch
+
+    try:
+        params = batch.parse_assignments(args.param)
+        res = batch.run_notebook(args.notebook, profile=args.profile, parameters=params,
+                                 out_dir=args.out, progress=_progress(), kernel=args.kernel,
+                                 timeout=args.timeout)
+    except (ValueError, FileNotFoundError) as e:  # ProfileError is a ValueError
+        return _error(str(e))
+    _print_run(res)
+    return 0 if res.ok else 1
+
+
+def _progress() -> bool:
+    from .progress import enabled
+
+    return enabled()
+
+
+def _cmd_sweep(args) -> int:
+    import pandas as pd
+
+    from . import batch
+
+    try:
+        grid = batch.parse_grid(args.grid)
+        params = batch.parse_assignments(args.param)
+        overlap = sorted(set(grid) & set(params))
+        if overlap:
+            return _error(f"{', '.join(overlap)} given both with --grid and -p")
+        if args.workers is not None and args.workers < 1:
+            return _error("--workers must be at least 1")
+        n = len(batch.grid_points(grid))
+        where = f"Dask at {args.scheduler}" if args.scheduler else \
+            f"{args.workers or min(n, os.cpu_count() or 1)} local process(es)"
+        print(f"sweep: {n} run(s) of {args.notebook} on {where}", flush=True)
+        table = batch.sweep(args.notebook, grid, profile=args.profile, parameters=params,
+                            workers=args.workers, scheduler=args.scheduler, out_dir=args.out,
+                            progress=_progress(), kernel=args.kernel, timeout=args.timeout)
+    except (ValueError, FileNotFoundError) as e:
+        return _error(str(e))
+    shown = table.drop(columns=["run"])
+    shown["error"] = [_first_line(e, 48) for e in shown["error"]]
+    with pd.option_context("display.max_columns", None, "display.width", 250):
+        print(shown.to_string(index=False))
+    out = Path(table.attrs["out_dir"])
+    n_ok = int(table["ok"].sum())
+    print(f"{n_ok}/{len(table)} run(s) ok; table: {_rel(out / batch.SWEEP_TABLE)}; "
+          f"runs: {_rel(out)}/")
+    return 0 if n_ok == len(table) else 1
+
+
+def _first_line(text, width: int) -> str:
+    line = str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _cmd_list(args) -> int:
+    from . import batch
+
+    try:
+        listing = batch.list_notebooks(args.chapter)
+    except FileNotFoundError as e:
+        return _error(str(e))
+    if not listing:
+        print(f"no chapters in {_rel(paths.notebooks_dir())}")
+        return 0
+    for chapter, notebooks in listing.items():
+        print(chapter)
+        if not notebooks:
+            print("  (no notebooks yet)")
+        for name, params in notebooks.items():
+            print(f"  {chapter}/{name}")
+            if "error" in params and len(params) == 1:
+                print(f"      cannot read its parameters: {params['error']['default']}")
+                continue
+            if not params:
+                print("      (no cell tagged 'parameters')")
+                continue
+            width = max(len(f"{p['name']} = {p['default']}") for p in params.values())
+            for p in params.values():
+                line = f"{p['name']} = {p['default']}"
+                if p.get("help"):
+                    line = f"{line:<{width}}  # {p['help']}"
+                print(f"      {line}")
+    return 0
+
+
+def _cmd_scorecard(args) -> int:
+    from . import claims, scorecard
+
+    folder = Path(args.results) if args.results else paths.results_dir()
+    try:
+        results = claims.load_results(folder) if folder.is_dir() else []
+    except ValueError as e:
+        return _error(str(e))
+    if not results:
+        print(f"No results yet in {_rel(folder)}: run a notebook (iclr25 run CHAPTER/NOTEBOOK) "
+              "or build the book, and its claims will show up here.")
+        return 0
+    sys.stdout.write(scorecard.render(results, args.format))
+    return 0
+
+
+COMMANDS = {"run": _cmd_run, "sweep": _cmd_sweep, "list": _cmd_list, "scorecard": _cmd_scorecard}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``iclr25`` command; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, usage errors
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    try:
+        return COMMANDS[args.command](args)
+    except (ValueError, FileNotFoundError) as e:  # bad input: a clear message, no traceback
+        return _error(str(e))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The chapter's runs at each profile (see :mod:`iclr25.profiles`).
+
+The paper's runs are small (N <= 7 points, width 50), so with the compiled GD loop even ``smoke``
+runs them at the paper's own scale; the profiles differ in how many random perturbations the
+numerical local-minimum test draws and in how many seeds the embedding notebook repeats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..profiles import make_config
+
+__all__ = ["RunConfig", "fig3", "fig11", "fig12", "RUNS"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One training run of chapter 18 (names follow the book's vocabulary)."""
+
+    dataset: str          # a name in iclr25.relu_landscape.DATASETS
+    width: int            # hidden neurons m (paper: 50)
+    init_scale: float     # std of the Gaussian init (paper: width ** mu)
+    lr: float             # GD step size
+    n_steps: int          # GD iterations
+    log_every: int = 2000 # snapshot period (paper: 2000)
+    seed: int = 0
+    rho_neg: float = 0.0  # negative slope: 0 is ReLU, > 0 leaky ReLU (an extension of the paper)
+    stop_loss: float = 1e-5  # the official code's stopping loss
+    n_perturb: int = 5000    # random perturbations in the Fig. 10 test
+
+
+_FIG3 = dict(dataset="five_point", width=50, init_scale=50.0 ** -3, lr=1e-3, n_steps=600_000)
+_FIG11 = dict(dataset="three_d_seven_point", width=50, init_scale=50.0 ** -6.5, lr=1e-3,
+              n_steps=800_000)
+_FIG12 = dict(dataset="two_d_two_out", width=50, init_scale=50.0 ** -6.5, lr=2e-3, n_steps=300_000)
+
+RUNS = {
+    "fig3": {"smoke": {**_FIG3, "n_perturb": 1000}, "book": _FIG3, "paper": _FIG3},
+    "fig11": {"smoke": {**_FIG11, "n_perturb": 1000}, "book": _FIG11, "paper": _FIG11},
+    "fig12": {"smoke": {**_FIG12, "n_perturb": 1000}, "book": _FIG12, "paper": _FIG12},
+}
+
+
+def fig3(profile: str | None = None, **overrides) -> RunConfig:
+    """The Fig. 3 run (5 points, width 50, init 50^-3, lr 1e-3, 6e5 steps) at ``profile``."""
+    return make_config(RunConfig, RUNS["fig3"], profile, **overrides)
+
+
+def fig11(profile: str | None = None, **overrides) -> RunConfig:
+    """The Fig. 11 run (3-D input, 7 points, init 50^-6.5, lr 1e-3, 8e5 steps)."""
+    return make_config(RunConfig, RUNS["fig11"], profile, **overrides)
+
+
+def fig12(profile: str | None = None, **overrides) -> RunConfig:
+    """The Fig. 12 run (2-D input and output, 4 points, init 50^-6.5, lr 2e-3, 3e5 steps)."""
+    return make_config(RunConfig, RUNS["fig12"], profile, **overrides)

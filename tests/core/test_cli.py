@@ -1,0 +1,173 @@
+"""The ``iclr25`` command: run, sweep, list, scorecard, help, exit codes and what they print."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from iclr25.claims import Claims
+from iclr25.cli import main
+from iclr25.scorecard import chapter_summary, render, scorecard_table
+
+BODY = textwrap.dedent("""\
+    from iclr25.claims import Claims
+
+    claims = Claims("99-test", "01-tiny", profile, {"seed": seed, "lr": lr})
+    claims.metric("value", 10 * seed + 1000 * lr)
+    claims.check("lr is below 0.01", source="Table 1", paper=0.01, ours=lr, holds=lr < 0.01)
+    claims.check("seed is even", source="Fig. 2", paper=0, ours=seed % 2, holds=seed % 2 == 0,
+                 must_hold=False, note="informative only")
+    claims.save()
+    claims.assert_all()
+""")
+
+
+@pytest.fixture
+def book(tmp_path, monkeypatch):
+    """A book root with notebooks/99-test/01-tiny.ipynb (parameters profile, seed, lr)."""
+    root = tmp_path / "book"
+    params = new_code_cell("profile = None  # smoke | book | paper\nseed = 0\nlr = 1e-3  # paper: 1e-4")
+    params.metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=[params, new_code_cell(BODY)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = root / "notebooks" / "99-test" / "01-tiny.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, path)
+    (root / "notebooks" / "98-empty").mkdir()
+    monkeypatch.setenv("ICLR25_ROOT", str(root))
+    monkeypatch.setenv("ICLR25_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("ICLR25_PROGRESS", "0")
+    for var in ("ICLR25_RESULTS_DIR", "ICLR25_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    return root
+
+
+def _results(directory: Path) -> Path:
+    """Two chapters of saved claims under ``directory``."""
+    a = Claims("18-relu-landscape", "01-saddle-to-saddle", "smoke", {"seed": 0})
+    a.check("loss plateaus at saddles", source="Fig. 1", paper=3, ours=3, holds=True)
+    a.check("escape neurons appear", source="Thm. 2", paper=0.5, ours=0.123456789, holds=False,
+            must_hold=False, note="needs more steps | smoke scale")
+    a.save(directory)
+    b = Claims("06-topk-sae", "01-scaling", "book")
+    b.check("MSE falls with k", source="Table 2", paper=None, ours="yes", holds=True)
+    b.save(directory)
+    return directory
+
+
+def test_help_lists_every_command(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for word in ("run", "sweep", "list", "scorecard"):
+        assert word in out
+    assert main(["sweep", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--grid NAME=V1,V2" in out and "--scheduler" in out and "tcp://" in out
+    assert main([]) == 2 and "COMMAND" in capsys.readouterr().err
+
+
+def test_python_dash_m_works():
+    out = subprocess.run([sys.executable, "-m", "iclr25", "run", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.startswith("usage: iclr25 run") and "-p NAME=VALUE" in out
+
+
+def test_list_shows_parameters_with_defaults_and_comments(book, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "98-empty\n  (no notebooks yet)" in out
+    assert "99-test\n  99-test/01-tiny\n" in out
+    assert "seed = 0\n" in out and "lr = 1e-3       # paper: 1e-4" in out
+    assert main(["list", "99"]) == 0 and "98-empty" not in capsys.readouterr().out
+    assert main(["list", "42-nope"]) == 2
+    assert "chapters: 98-empty, 99-test" in capsys.readouterr().err
+
+
+def test_run_prints_where_outputs_went_and_the_claims(book, capsys, tmp_path):
+    assert main(["run", "99-test/01-tiny", "--profile", "smoke", "-p", "seed=1", "-p", "lr=2e-3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ok: 99-test/01-tiny (profile smoke, seed=1, lr=0.002)")
+    assert "claims held:     1/2" in out and "failed must-hold" not in out
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert str(run_dir) in out and str(run_dir / "01-tiny.ipynb") in out
+    assert json.loads((run_dir / "99-test" / "01-tiny.json").read_text())["metrics"]["value"] == 12.0
+
+
+def test_run_exit_code_is_one_when_a_claim_fails(book, capsys, tmp_path):
+    assert main(["run", str(book / "notebooks/99-test/01-tiny.ipynb"), "-p", "lr=0.05",
+                 "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAILED: 99-test/01-tiny (profile book, lr=0.05)")
+    assert "failed must-hold claims:\n    - lr is below 0.01 (Table 1): paper 0.01, ours 0.05" in out
+    assert ("error: ClaimFailed (cell [3]): 1 claim(s) that must hold at profile 'book' failed:\n"
+            "      - lr is below 0.01") in out
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["status"] == "failed"
+
+
+def test_run_usage_errors_exit_two_before_running(book, capsys, tmp_path):
+    assert main(["run", "99-test/01-tiny", "-p", "lrate=1"]) == 2
+    assert "unknown parameter(s) lrate for 99-test/01-tiny; valid: profile, seed, lr" in capsys.readouterr().err
+    assert main(["run", "99-test/01-tiny", "--profile", "huge"]) == 2
+    assert "valid profiles: smoke, book, paper" in capsys.readouterr().err
+    assert main(["run", "99-test/01-tiny", "-p", "seed"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+    assert main(["run", "99-test/07-nope"]) == 2
+    assert "notebooks in 99-test: 01-tiny" in capsys.readouterr().err
+    assert main(["sweep", "99-test/01-tiny", "--grid", "seed=0,1", "-p", "seed=2"]) == 2
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sweep_prints_the_table_and_exits_one_if_a_run_failed(book, capsys, tmp_path):
+    assert main(["sweep", "99-test/01-tiny", "--grid", "lr=1e-3,0.05", "--profile", "smoke",
+                 "-p", "seed=1", "--workers", "1", "--out", str(tmp_path / "sw")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("sweep: 2 run(s) of 99-test/01-tiny on 1 local process(es)")
+    assert "1/2 run(s) ok" in out and "claim: lr is below 0.01" in out
+    table = pd.read_csv(tmp_path / "sw" / "sweep.csv")
+    assert table["value"].tolist() == pytest.approx([11.0, 60.0])
+    assert table["ok"].tolist() == [True, False]
+    assert table["run"].tolist() == ["0-lr=0.001", "1-lr=0.05"]
+
+
+def test_scorecard_functions_are_pure_tables(tmp_path):
+    from iclr25.claims import load_results
+
+    results = load_results(_results(tmp_path))
+    summary = chapter_summary(results)
+    assert list(summary.columns) == ["chapter", "notebooks", "claims held", "claims recorded", "profile"]
+    assert summary.values.tolist() == [["06-topk-sae", 1, 1, 1, "book"],
+                                       ["18-relu-landscape", 1, 1, 2, "smoke"]]
+    table = scorecard_table(results)
+    assert table["claim"].tolist() == ["MSE falls with k", "loss plateaus at saddles",
+                                       "escape neurons appear"]
+    assert table["holds"].tolist() == [True, True, False]
+    assert table["must hold"].tolist() == [True, True, False]
+    assert scorecard_table([]).empty and chapter_summary([]).empty
+    md = render(results, "markdown")
+    assert md.startswith("**2 of 3 claims held across 2 chapter(s)**")
+    assert "| needs more steps \\| smoke scale |" in md and "| 0.5 | 0.1235 | no | no |" in md
+
+
+def test_scorecard_command(book, capsys, tmp_path):
+    assert main(["scorecard"]) == 0  # default results/ does not exist yet
+    assert "No results yet" in capsys.readouterr().out
+    folder = str(_results(tmp_path / "res"))
+    assert main(["scorecard", "--results", folder]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Scorecard: 2 of 3 claims held across 2 chapter(s)")
+    assert "18-relu-landscape: 1/2 claims held (1 notebook(s), profile smoke)" in out
+    assert "06-topk-sae: 1/1 claims held" in out
+    line = next(li for li in out.splitlines() if "escape neurons appear" in li)
+    assert "Thm. 2" in line and "0.1235" in line and "needs more steps" in line
+    assert main(["scorecard", "--results", folder, "--format", "csv"]) == 0
+    csv = capsys.readouterr().out
+    assert csv.splitlines()[0] == "chapter,notebook,claim,source,paper,ours,holds,must hold,note,profile"
+    assert main(["scorecard", "--results", folder, "--format", "html"]) == 2
