@@ -72,7 +72,7 @@ def _cell(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
     if isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral):
-        return f"{float(x):.4g}"
+        return f"{float(x):.6g}"
     return str(x)
 
 

@@ -114,11 +114,20 @@ def _copy_mathjax(app, exception):
                         dirs_exist_ok=True, ignore=shutil.ignore_patterns("sre", "*.map"))
 
 
+def _drop_remote_scripts(app, pagename, templatename, context, doctree):
+    """The book reads offline: no script from another host (sphinx-thebe adds one from a CDN)."""
+    for key in ("script_files", "css_files"):
+        files = context.get(key)
+        if files:
+            context[key] = [f for f in files if not str(getattr(f, "filename", f)).startswith(("http:", "https:", "//"))]
+
+
 def setup(app):
     app.add_directive("iclr25-scorecard", ScorecardDirective)
     app.add_directive("iclr25-chapters", ChaptersDirective)
     app.connect("config-inited", _offline_mathjax)
     app.connect("build-finished", _copy_mathjax)
+    app.connect("html-page-context", _drop_remote_scripts, priority=900)
     app.connect("env-before-read-docs", _read_results_last)
     app.connect("env-get-outdated", _always_outdated)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -473,11 +473,12 @@ def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: fl
                 torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             opt.step()
             if step % log_every == 0 or step == n_steps - 1:
+                value = loss.detach().item()
                 hist["step"].append(step)
-                hist["loss"].append(float(loss))
+                hist["loss"].append(value)
                 hist["lr"].append(cur_lr)
                 if step % 20 == 0:
-                    bar.set_postfix(loss=f"{float(loss):.3f}", refresh=False)
+                    bar.set_postfix(loss=f"{value:.3f}", refresh=False)
             if eval_every and ((step + 1) % eval_every == 0 or step == n_steps - 1):
                 do_eval(step + 1)
         bar.close()

