@@ -77,7 +77,7 @@ def test_training_on_a_repeated_string_drives_the_loss_down():
     assert not model.training
     prompt = torch.tensor(list(b"the quick brown "))  # 16 + 16 tokens: positions it was trained on
     out = model.generate(prompt, 16, greedy=True)
-    assert tg.ByteTokenizer().decode(out) == "the quick brown fox jumps over the"
+    assert tg.ByteTokenizer().decode(out) == "the quick brown fox jumps over t"
 
 
 def test_training_is_deterministic_given_the_seed():

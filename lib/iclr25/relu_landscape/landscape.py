@@ -249,7 +249,7 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
     neuron, idealised to w_j = 0; (3) check directional stationarity of every neuron
     (``stationarity_gap <= stat_tol``); (4) for an escape neuron build the direction v of the module docstring and
     verify the loss drops along it. Tolerances are relative: ``b_tol`` to the angle between w_j and
-    a hyperplane, ``d_tol`` and ``stat_tol`` to ``||X|| ||R||``.
+    a hyperplane, ``d_tol`` and ``stat_tol`` to ``||X|| ||Y||``.
 
     Introduced in chapter 18, notebook ``02-escape-neurons``.
     """
@@ -261,7 +261,7 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
     ideal.H[zero] = 0.0
     R = ideal.residuals(X, Y)  # zero neurons no longer contribute
     N, k = R.shape
-    scale = max(np.linalg.norm(X) * np.linalg.norm(R), 1e-300)
+    scale = max(np.linalg.norm(X) * np.linalg.norm(Y), 1e-300)  # relative to the data
     all_sec = sectors(X)
 
     # (3) escape neurons: zero neurons with a nonzero D_S in a sector next to w_j. Such a neuron is
