@@ -341,9 +341,9 @@ def _not_found(name: str, reason: BaseException | None) -> ModelNotFoundError:
     builtins = ", ".join(f"{n!r}" for n in MODELS)
     why = f" ({type(reason).__name__}: {str(reason).splitlines()[0]})" if reason else ""
     return ModelNotFoundError(
-        f"cannot load model {name!r}: it is not a built-in model, not a local folder, and "
-        f"transformers could not find it offline{why}.{hint} Built-in models (no network "
-        f"needed): {builtins}.")
+        f"cannot load model {name!r}: it is not a built-in model, and transformers could not "
+        f"load it as a local folder or a Hugging Face hub id{why}.{hint} Built-in models (no "
+        f"network needed): {builtins}.")
 
 
 def _load_other(name: str, dtype: torch.dtype, local_files_only: bool | None):
@@ -356,16 +356,21 @@ def _load_other(name: str, dtype: torch.dtype, local_files_only: bool | None):
                                                          local_files_only=local_only)
         return model, tok
 
+    looks_like_path = os.path.isabs(name) or name.startswith((".", "~"))
+    if looks_like_path and not Path(name).expanduser().exists():
+        raise _not_found(name, FileNotFoundError(f"no such folder: {name}"))
+    if Path(name).expanduser().exists():
+        name = str(Path(name).expanduser())
     if local_files_only is None:
         local_files_only = _offline_env()
     try:
         return attempt(True)  # the local folder or the Hugging Face cache: no network
-    except OSError as err:
+    except (OSError, ValueError) as err:
         if local_files_only or Path(name).exists():
             raise _not_found(name, err) from err
     try:
         return attempt(False)
-    except OSError as err:
+    except (OSError, ValueError) as err:
         raise _not_found(name, err) from err
 
 
@@ -443,7 +448,7 @@ def load_tokenizer(name: str = DEFAULT_MODEL, *, local_files_only: bool | None =
         try:
             with _quiet_transformers():
                 return AutoTokenizer.from_pretrained(name, local_files_only=local_only)
-        except OSError as err:
+        except (OSError, ValueError) as err:
             last = err
     raise _not_found(name, last) from last
 

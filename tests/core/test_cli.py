@@ -153,7 +153,7 @@ def test_scorecard_functions_are_pure_tables(tmp_path):
     assert scorecard_table([]).empty and chapter_summary([]).empty
     md = render(results, "markdown")
     assert md.startswith("**2 of 3 claims held across 2 chapter(s)**")
-    assert "| needs more steps \\| smoke scale |" in md and "| 0.5 | 0.1235 | no | no |" in md
+    assert "| needs more steps \\| smoke scale |" in md and "| 0.5 | 0.123457 | no | no |" in md
 
 
 def test_scorecard_command(book, capsys, tmp_path):
@@ -166,7 +166,7 @@ def test_scorecard_command(book, capsys, tmp_path):
     assert "18-relu-landscape: 1/2 claims held (1 notebook(s), profile smoke)" in out
     assert "06-topk-sae: 1/1 claims held" in out
     line = next(li for li in out.splitlines() if "escape neurons appear" in li)
-    assert "Thm. 2" in line and "0.1235" in line and "needs more steps" in line
+    assert "Thm. 2" in line and "0.123457" in line and "needs more steps" in line
     assert main(["scorecard", "--results", folder, "--format", "csv"]) == 0
     csv = capsys.readouterr().out
     assert csv.splitlines()[0] == "chapter,notebook,claim,source,paper,ours,holds,must hold,note,profile"
