@@ -7,6 +7,7 @@ test uses the model reloaded from that cache. The user's own cache is never read
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -29,6 +30,7 @@ def cache_root(tmp_path_factory):
     mp.setenv("ICLR25_CACHE", str(root))
     yield root
     mp.undo()
+    shutil.rmtree(root, ignore_errors=True)  # 540 MB; pytest would keep it for 3 runs
 
 
 @pytest.fixture(scope="module")

@@ -194,8 +194,7 @@ def _gd_torch(W, H, X, Y, lr, n_steps, log_every, rho_pos, rho_neg, stop_loss, b
     last = 0
     for t in range(n_steps + 1):
         Z = Xt @ w.T
-        out = F.leaky_relu(Z, rho_neg) * rho_pos if rho_neg >= 0 and rho_pos == 1 else \
-            torch.where(Z > 0, rho_pos * Z, rho_neg * Z)
+        out = torch.where(Z > 0, rho_pos * Z, rho_neg * Z)
         loss = F.mse_loss(out @ h, Yt)
         if t % log_every == 0:
             Ws.append(w.detach().numpy().copy()); Hs.append(h.detach().numpy().copy())
