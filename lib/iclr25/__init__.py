@@ -8,7 +8,10 @@ The shared core (used by every chapter):
 - :mod:`iclr25.plotting` -- the house style and figures titled with the paper figure they reproduce;
 - :mod:`iclr25.lm` -- offline language models (SmolLM2-135M-Instruct) with activation hooks;
 - :mod:`iclr25.tinygpt` -- a small GPT and an offline English corpus for chapters that train from scratch;
-- :mod:`iclr25.batch` / :mod:`iclr25.cli` -- ``iclr25 run``, ``iclr25 sweep``, ``iclr25 scorecard``.
+- :mod:`iclr25.batch` / :mod:`iclr25.cli` -- ``iclr25 run``, ``iclr25 sweep``, ``iclr25 list``,
+  ``iclr25 scorecard``; :mod:`iclr25.scorecard` builds the claims tables they and the book show;
+- :mod:`iclr25.chapters` -- the 19 chapters (slug, module, paper);
+- :mod:`iclr25.sphinxext` -- the book's Sphinx extension (offline MathJax, results directives).
 
 One subpackage per paper holds the method, e.g. :mod:`iclr25.relu_landscape` (chapter 18).
 """
