@@ -264,7 +264,7 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
     scale = max(np.linalg.norm(X) * np.linalg.norm(Y), 1e-300)  # relative to the data
     all_sec = sectors(X)
 
-    # (3) escape neurons: zero neurons with a nonzero D_S in a sector next to w_j. Such a neuron is
+    # (2) escape neurons: zero neurons with a nonzero D_S in a sector next to w_j. Such a neuron is
     # idealised to w_j = 0 (the vanishing-scale limit in which a plateau is a stationary point; the
     # sectors next to w_j stay next to 0). A zero neuron with D_S = 0 all around keeps its w_j.
     escape, best = [], None
@@ -284,7 +284,7 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
             if best is None or cand[0] > best[0]:
                 best = cand
 
-    # (2) directional stationarity, per neuron (the loss derivative is separable over neurons):
+    # (3) directional stationarity, per neuron (the loss derivative is separable over neurons):
     # dL/dh_j = (2/(N k)) g(w_j) must vanish, and the one-sided derivative in w_j must be >= 0
     G = correlation(ideal, X, R, ideal.W)
     gap = float(np.max(np.abs(G))) / scale if len(G) else 0.0
@@ -303,18 +303,13 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
         verdict = "saddle"
         _, j, S, D = best
         w = ideal.W[j]
-        # a direction u that stays in S from w_j and has D^T u != 0: the interior point moved
-        # towards D's dominant column, kept inside S
-        u = S.u.copy()
+        # a direction u inside S with the largest ||D^T u||: S's interior point, moved part of the
+        # way towards D's dominant column as far as S allows
         col = D[:, int(np.argmax(np.linalg.norm(D, axis=0)))]
-        for t in (0.5, 0.25, 0.1, 0.0):
-            cand_u = (1 - t) * S.u + t * col / np.linalg.norm(col)
-            sg = np.sign(X @ cand_u)
-            if all(sg[n] == S.signs[n] for n in range(len(X)) if S.signs[n] != 0):
-                if np.linalg.norm(D.T @ cand_u) > np.linalg.norm(D.T @ u):
-                    u = cand_u
-                break
-        u = u / np.linalg.norm(u)
+        col = col / np.linalg.norm(col)
+        inside = [c / np.linalg.norm(c) for c in ((1 - t) * S.u + t * col for t in (0.0, 0.1, 0.25, 0.5))
+                  if all(np.sign(X[n] @ c) == S.signs[n] for n in range(len(X)) if S.signs[n] != 0)]
+        u = max(inside, key=lambda c: np.linalg.norm(D.T @ c))
         gamma = D.T @ u
         a2 = np.sum(ideal.act(X @ w) ** 2) + np.sum(ideal.act(X @ u) ** 2)
         eta = 0.5 / max(a2, 1e-300)

@@ -117,6 +117,8 @@ if numba is not None:
         c = 2.0 / (N * k)
         Z = np.empty((N, m))
         R = np.empty((N, k))
+        gw = np.empty(d)
+        gh = np.empty(k)
         loss0 = 0.0
         for t in range(n_steps + 1):
             for n in range(N):
@@ -140,8 +142,8 @@ if numba is not None:
                 break
             for j in range(m):
                 # gradients of neuron j, then its update (Z and R hold the pre-step values)
-                gw = np.zeros(d)
-                gh = np.zeros(k)
+                gw[:] = 0.0
+                gh[:] = 0.0
                 for n in range(N):
                     z = Z[n, j]
                     act = rho_pos * z if z > 0 else rho_neg * z
