@@ -1,6 +1,7 @@
 # iclr25-book: one command to install, test, or render the book.
 #   make book        execute every notebook (book profile) and render _build/html
-#   make test        unit tests + every notebook under nbval (smoke profile) + a strict render
+#   make test        unit tests + a strict render executing every notebook (smoke profile)
+#                    + the rendered book in headless Chromium
 #   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
 #   make bench       all benchmarks (installs the bench extra)
 #   make book-force  clear the execution cache, then make book
@@ -10,9 +11,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going --builder html
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
-.PHONY: install book book-force smoke test unit notebooks render-check bench clean
+.PHONY: install book book-force smoke test unit render browser notebooks bench clean
 
 install: $(STAMP)
 
@@ -38,23 +41,35 @@ smoke: $(STAMP)
 	@echo "The smoke preview: file://$(CURDIR)/_build_smoke/_build/html/index.html"
 
 # the README's test command (CI runs exactly this)
-test: $(STAMP) unit notebooks render-check
+test: $(STAMP) unit render browser
 
 unit: $(STAMP)
-	$(BIN)/pytest tests -q
+	$(BIN)/pytest tests -q --ignore=tests/browser
 
+# every notebook executes once, in the smoke profile, while the book renders strictly (-W): a
+# notebook that raises (a claim that must hold and does not, included) or a broken toc, page,
+# cross-reference or directive fails it. -E re-reads every page, so nothing is left unexecuted.
+render: $(STAMP)
+	rm -rf _build_smoke/results && mkdir -p _build_smoke/results
+	$(BIN)/jupyter-book config sphinx . > /dev/null
+	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(BIN)/sphinx-build -q -E \
+	  -W -n --keep-going -D nb_execution_mode=force -b html . _build_smoke/_build/html; \
+	  rc=$$?; rm -f conf.py; exit $$rc
+
+# the rendered smoke book in headless Chromium over loopback (screenshots: _build/screenshots/)
+browser: $(STAMP) $(CHROMIUM)
+	CHROMIUM=$(CHROMIUM) ICLR25_BOOK_HTML=$(CURDIR)/_build_smoke/_build/html ICLR25_REQUIRE_BOOK=1 \
+	  $(BIN)/pytest tests/browser -q -p no:cacheprovider
+
+# the notebooks alone under nbval (a per-cell report; `make test` executes them in `render`)
 notebooks: $(STAMP)
 	mkdir -p _build_smoke/results
 	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results \
 	  $(BIN)/pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/ -q
 
-# strict render without executing again (nbval just ran every notebook): a broken toc, page,
-# cross-reference or directive fails it
-render-check: $(STAMP)
-	$(BIN)/jupyter-book config sphinx . > /dev/null
-	ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(BIN)/sphinx-build -q -W -n --keep-going \
-	  -D nb_execution_mode=off -b html . _build_check/html
-	rm -f conf.py
+# Debian's Chromium for the browser test (Playwright drives it; it downloads no browser itself)
+$(CHROMIUM):
+	$(SUDO) apt-get install -y -q chromium || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e ".[bench]"

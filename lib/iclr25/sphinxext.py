@@ -11,6 +11,7 @@ build's results) and are re-read on every build.
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -69,15 +70,69 @@ class ScorecardDirective(_ResultsDirective):
 
 
 class ChaptersDirective(_ResultsDirective):
+    """The landing page's table: one row per paper, linked when its chapter is in this build, with
+    the citation (from the chapter page's first ``{cite}`` key and ``book/references.bib``), what our
+    claims reproduce (their paper sources) and how many held, both from this build's results."""
+
     def run(self):
-        summary = scorecard.chapter_summary(self._results())
+        results = self._results()
+        summary = scorecard.chapter_summary(results)
         held = {r["chapter"]: f"{r['claims held']} / {r['claims recorded']}" for _, r in summary.iterrows()}
-        lines = ["| # | chapter | paper | claims held / recorded |", "|---|---|---|---|"]
+        sources: dict[str, list[str]] = {}
+        for r in results:
+            for c in r.get("claims", []):
+                s = str(c.get("source") or "").strip()
+                if s and s not in sources.setdefault(r.get("chapter"), []):
+                    sources[r.get("chapter")].append(s)
+        srcdir = Path(self.env.srcdir)
+        bib = "\n".join(p.read_text(errors="ignore") for p in _bib_files(self.env.config, srcdir))
+        lines = ["| # | chapter | paper | reproduces | claims held / recorded |", "|---|---|---|---|---|"]
         for c in CHAPTERS:
-            page = Path(self.env.srcdir) / "book" / "chapters" / f"{c.slug}.md"
-            link = f"[{c.slug}](chapters/{c.slug}.md)" if page.exists() else f"{c.slug} (to come)"
-            lines.append(f"| {c.number} | {link} | {c.title} | {held.get(c.slug, '-')} |")
+            docname = f"book/chapters/{c.slug}"
+            page = srcdir / f"{docname}.md"
+            built = docname in self.env.found_docs
+            link = f"[{c.title}](chapters/{c.slug}.md)" if built else f"{c.title} (to come)"
+            cite = ""
+            if built and page.exists():
+                m = re.search(r"\{cite[a-z:]*\}`([^`,]+)", page.read_text(errors="ignore"))
+                cite = bib_citation(bib, m.group(1)) if m else ""
+            what = "; ".join(sources.get(c.slug, [])) or "-"
+            lines.append(f"| {c.number} | {link} | {cite or '-'} | {_md_escape(what)} | "
+                         f"{held.get(c.slug, '-')} |")
         return self._parse("\n".join(lines))
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _bib_files(config, srcdir: Path) -> list[Path]:
+    files = getattr(config, "bibtex_bibfiles", None) or []
+    return [srcdir / f for f in files if (srcdir / f).exists()]
+
+
+def bib_citation(bib: str, key: str) -> str:
+    """``"Wu, Simsek & Ged (2025), *Loss Landscape of ...*"`` for ``key`` in the BibTeX text
+    ``bib`` (braces dropped, at most three surnames then "et al."); ``""`` when the key is absent."""
+    m = re.search(r"@\w+\s*\{\s*" + re.escape(key) + r"\s*,(.*?)\n\}", bib, flags=re.S)
+    if not m:
+        return ""
+    body = m.group(1) + "\n"
+
+    def field(name: str) -> str:
+        f = re.search(rf"\b{name}\s*=\s*[{{\"](.*?)[}}\"]\s*,?\s*\n", body, flags=re.S | re.I)
+        return re.sub(r"\s+", " ", re.sub(r"\\[a-z]+\s*|[{}\\]", "", f.group(1))).strip() if f else ""
+
+    names = [a.strip() for a in field("author").split(" and ") if a.strip()]
+    surnames = [a.split(",")[0].strip() if "," in a else a.split()[-1] for a in names]
+    if len(surnames) > 3:
+        who = f"{surnames[0]} et al."
+    elif len(surnames) > 1:
+        who = ", ".join(surnames[:-1]) + " & " + surnames[-1]
+    else:
+        who = "".join(surnames)
+    title = field("title")
+    return f"{who} ({field('year')}), *{title}*" if title else f"{who} ({field('year')})"
 
 
 def _read_results_last(app, env, docnames):
@@ -104,6 +159,8 @@ def _always_outdated(app, env, added, changed, removed):
 
 def _offline_mathjax(app, config):
     config.mathjax_path = "mathjax/tex-chtml.js"  # relative to _static/
+    # the theme's colour-mode script logs a console error when no default mode is given
+    config.html_context = {"default_mode": "auto", **(config.html_context or {})}
 
 
 def _copy_mathjax(app, exception):
@@ -114,12 +171,21 @@ def _copy_mathjax(app, exception):
                         dirs_exist_ok=True, ignore=shutil.ignore_patterns("sre", "*.map"))
 
 
+def _is_remote_or_thebe(f) -> bool:
+    name = str(getattr(f, "filename", None) or f or "")
+    body = str(getattr(f, "attributes", {}).get("body", ""))
+    return (name.startswith(("http:", "https:", "//")) or "thebe" in name
+            or "THEBE_JS_URL" in body)
+
+
 def _drop_remote_scripts(app, pagename, templatename, context, doctree):
-    """The book reads offline: no script from another host (sphinx-thebe adds one from a CDN)."""
+    """The book reads offline: no script or style from another host. jupyter-book always loads
+    sphinx-thebe, which points at a CDN (and declares its URL twice, a console error); the book
+    has no live kernels, so its files go too."""
     for key in ("script_files", "css_files"):
         files = context.get(key)
         if files:
-            context[key] = [f for f in files if not str(getattr(f, "filename", f)).startswith(("http:", "https:", "//"))]
+            context[key] = [f for f in files if not _is_remote_or_thebe(f)]
 
 
 def setup(app):
