@@ -189,6 +189,8 @@ def _drop_remote_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    # MathJax on every page: toc titles with math appear in every page's sidebar
+    app.set_html_assets_policy("always")
     app.add_directive("iclr25-scorecard", ScorecardDirective)
     app.add_directive("iclr25-chapters", ChaptersDirective)
     app.connect("config-inited", _offline_mathjax)

@@ -143,9 +143,16 @@ def _has_math(v: Visit) -> bool:
 
 
 def _wait_mathjax(v: Visit):
-    v.page.wait_for_function(
-        "() => window.MathJax && MathJax.startup && MathJax.startup.promise && "
-        "document.querySelectorAll('mjx-container').length > 0", timeout=20_000)
+    """Every math element typeset (sidebar titles included), not just the first."""
+    try:
+        v.page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise && "
+            "document.querySelectorAll('mjx-container').length >= "
+            "document.querySelectorAll('span.math, div.math').length", timeout=60_000)
+    except playwright_api.TimeoutError:
+        left = v.page.evaluate("() => [typeof MathJax, document.querySelectorAll('mjx-container').length, "
+                               "document.querySelectorAll('span.math, div.math').length]")
+        pytest.fail(f"{v.path}: math not typeset (MathJax, typeset, math elements) = {left}")
 
 
 def test_pages(server, browser):

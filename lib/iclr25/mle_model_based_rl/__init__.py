@@ -1,0 +1,43 @@
+"""Chapter 04 -- model-based RL by maximum likelihood: horizon-free and second-order bounds.
+
+Wang, Zhou, Lui & Sun, *Model-based RL as a Minimalist Approach to Horizon-Free and Second-Order
+Bounds*, ICLR 2025 (arXiv:2408.08994). A theory paper without code or experiments: this module
+implements its two algorithms exactly on tabular MDPs with a finite model class, so that the
+notebooks can show the theorems' predictions empirically.
+
+Public API
+----------
+- MDPs: :class:`TabularMDP`, :func:`value_iteration` (batched over models; ``"loop"`` reference),
+  :func:`evaluate`, :func:`return_moments` (exact return variance), :func:`occupancy`, :func:`rollout`;
+- the model class: :class:`FiniteModelClass` (vectorised log-likelihoods, MLE, version space),
+  :func:`counts_from`, :func:`default_beta`; the test-bed :func:`gamble_chain`,
+  :func:`gamble_chain_class`;
+- online: :func:`run_online` (O-MBRL, greedy MLE, eps-greedy);
+- offline: :func:`cppo_lr` (pessimism over a restricted policy set), :func:`plug_in`,
+  :class:`PolicyTable`, :func:`collect`, :func:`coverage`, :func:`pessimistic_value`, :func:`offline_sweep`;
+- analysis: :func:`loglog_slope`, the named instances :func:`instance`; configs per profile: :func:`version_space_config`,
+  :func:`online_config`, :func:`offline_config`.
+"""
+
+from .mdp import (VI_BACKENDS, TabularMDP, as_probs, check_transitions, evaluate, max_total_reward,
+                  occupancy, return_moments, rollout, value_iteration)
+from .models import FiniteModelClass, counts_from, default_beta, gamble_chain, gamble_chain_class
+from .online import ALGORITHMS, OnlineResult, run_online
+from .offline import (OfflineResult, PolicyTable, collect, coverage, cppo_lr, offline_sweep,
+                      pessimistic_value, plug_in)
+from .analysis import (LOCK, OFFLINE_INSTANCES, ONLINE_INSTANCES, fine_q_grid, gamble_behaviour,
+                       instance, loglog_slope, q_grid)
+from .configs import (OfflineConfig, OnlineConfig, VersionSpaceConfig, offline_config,
+                      online_config, version_space_config)
+
+__all__ = [
+    "TabularMDP", "value_iteration", "VI_BACKENDS", "evaluate", "return_moments", "occupancy",
+    "rollout", "as_probs", "check_transitions", "max_total_reward",
+    "FiniteModelClass", "counts_from", "default_beta", "gamble_chain", "gamble_chain_class",
+    "ALGORITHMS", "OnlineResult", "run_online",
+    "OfflineResult", "PolicyTable", "collect", "cppo_lr", "plug_in", "coverage", "pessimistic_value",
+    "offline_sweep", "instance", "ONLINE_INSTANCES", "OFFLINE_INSTANCES", "LOCK",
+    "loglog_slope", "q_grid", "fine_q_grid", "gamble_behaviour",
+    "VersionSpaceConfig", "OnlineConfig", "OfflineConfig", "version_space_config",
+    "online_config", "offline_config",
+]

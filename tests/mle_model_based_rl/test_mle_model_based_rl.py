@@ -1,0 +1,275 @@
+"""Chapter 04: exact DP against brute-force enumeration, the version space against its definition,
+the algorithms on instances whose answer is known, and clear errors for bad input."""
+
+from itertools import product
+
+import numpy as np
+import pytest
+
+import iclr25.mle_model_based_rl as mb
+from iclr25.profiles import ProfileError
+
+
+def _random_mdp(S=3, A=2, H=3, seed=0, sparse=True):
+    rng = np.random.default_rng(seed)
+    P = rng.random((S, A, S)) ** 3
+    if sparse:
+        P[rng.random((S, A, S)) < 0.3] = 0.0
+        P[:, :, 0] += 1e-3  # keep every row non-empty
+    P /= P.sum(-1, keepdims=True)
+    r = rng.random((S, A)) / H
+    return P, r
+
+
+def _enumerate(P, r, pi, H, s0):
+    """Exact distribution of the return by enumerating every trajectory (tiny MDPs only)."""
+    S, A, _ = P.shape
+    probs = mb.as_probs(pi, A)
+    out = []  # (probability, return)
+    for acts in product(range(A), repeat=H):
+        for nxt in product(range(S), repeat=H):
+            p, g, s = 1.0, 0.0, s0
+            for h in range(H):
+                p *= probs[h, s, acts[h]] * P[s, acts[h], nxt[h]]
+                g += r[s, acts[h]]
+                s = nxt[h]
+                if p == 0:
+                    break
+            if p > 0:
+                out.append((p, g))
+    p, g = np.array(out).T
+    return p, g
+
+
+def test_value_iteration_backends_agree_and_match_brute_force():
+    S, A, H = 3, 2, 3
+    Ps = np.stack([_random_mdp(S, A, H, seed=k)[0] for k in range(5)])
+    r = _random_mdp(S, A, H, seed=0)[1]
+    Vb, pib = mb.value_iteration(Ps, r, H, backend="batched")
+    Vl, pil = mb.value_iteration(Ps, r, H, backend="loop")
+    Vn, pin = mb.value_iteration(Ps, r, H, backend="numba")
+    np.testing.assert_allclose(Vb, Vl, atol=1e-14)
+    np.testing.assert_allclose(Vn, Vl, atol=1e-14)
+    np.testing.assert_array_equal(pib, pil)
+    np.testing.assert_array_equal(pin, pil)
+    Va, _ = mb.value_iteration(Ps, r, H)   # auto
+    np.testing.assert_allclose(Va, Vl, atol=1e-14)
+    # brute force: the best of all A^(H*S) deterministic Markov policies, from every start state
+    for m in range(len(Ps)):
+        best = np.full(S, -np.inf)
+        for flat in product(range(A), repeat=H * S):
+            pi = np.array(flat).reshape(H, S)
+            best = np.maximum(best, mb.evaluate(Ps[m], r, pi, H)[0, 0])
+        np.testing.assert_allclose(Vb[m, 0], best, atol=1e-12)
+        np.testing.assert_allclose(mb.evaluate(Ps[m], r, pib[m], H)[0, 0], Vb[m, 0], atol=1e-12)
+
+
+def test_backends_agree_on_larger_random_models():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.full(7, 0.3), size=(40, 7, 3))
+    r = rng.random((7, 3)) / 12
+    out = {b: mb.value_iteration(P, r, 12, backend=b) for b in ("numba", "batched", "loop")}
+    for b in ("numba", "batched"):
+        np.testing.assert_allclose(out[b][0], out["loop"][0], atol=1e-13, err_msg=b)
+        np.testing.assert_array_equal(out[b][1], out["loop"][1], err_msg=b)
+
+
+@pytest.mark.parametrize("stochastic_policy", [False, True])
+def test_value_and_variance_match_trajectory_enumeration(stochastic_policy):
+    S, A, H = 3, 2, 3
+    P, r = _random_mdp(S, A, H, seed=3)
+    rng = np.random.default_rng(1)
+    if stochastic_policy:
+        pi = rng.random((H, S, A))
+        pi /= pi.sum(-1, keepdims=True)
+    else:
+        pi = rng.integers(0, A, size=(H, S))
+    for s0 in range(S):
+        p, g = _enumerate(P, r, pi, H, s0)
+        assert p.sum() == pytest.approx(1.0)
+        mean, var = mb.return_moments(P, r, pi, H)
+        assert mean[0, s0] == pytest.approx((p * g).sum(), abs=1e-12)
+        assert var[0, s0] == pytest.approx((p * g ** 2).sum() - (p * g).sum() ** 2, abs=1e-12)
+        assert mb.evaluate(P, r, pi, H)[0, 0, s0] == pytest.approx((p * g).sum(), abs=1e-12)
+
+
+def test_occupancy_matches_enumeration_and_sums_to_one():
+    S, A, H = 3, 2, 3
+    P, _ = _random_mdp(S, A, H, seed=5)
+    pi = np.random.default_rng(0).integers(0, A, size=(H, S))
+    d = mb.occupancy(P, pi, H, 0)
+    np.testing.assert_allclose(d.sum((1, 2)), 1.0)
+    # h = 1 by hand
+    d1 = np.zeros((S, A))
+    for s1 in range(S):
+        d1[s1, pi[1, s1]] = P[0, pi[0, 0], s1]
+    np.testing.assert_allclose(d[1], d1, atol=1e-15)
+
+
+def test_gamble_chain_closed_forms():
+    H, L = 16, 2
+    for q, rho in [(0.3, 0.4), (0.8, 0.4), (1.0, 0.9), (0.0, 0.1)]:
+        mdp = mb.gamble_chain(q, slip=0.0, rho=rho, lock=(1, 0), L=L, H=H)
+        V, pi = mdp.optimal()
+        steps_left = (H - L - 1) / H  # reach the gamble at h = L, the goal or exit at h = L + 1
+        assert V[0, 0] == pytest.approx(max(q, rho) * steps_left)
+        assert pi[0, 0] == 1 and pi[1, 1] == 0     # follows the lock
+        gamble = pi.copy()
+        gamble[:, L] = 0
+        # the gamble's return is Bernoulli(q) x steps_left: variance q(1-q) steps_left^2
+        assert mdp.return_variance(gamble) == pytest.approx(q * (1 - q) * steps_left ** 2)
+    det = mb.gamble_chain(1.0, slip=0.0, rho=0.5, H=H)
+    assert det.return_variance(det.optimal()[1]) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_rollout_frequencies_match_the_model():
+    mdp = mb.gamble_chain(0.3, slip=0.2, rho=0.4, H=8)
+    pi = mdp.optimal()[1]
+    pi[:, 2] = 0  # always gamble
+    states, actions = mdp.rollout(pi, 20000, rng=0)
+    assert states.shape == (20000, 9) and actions.shape == (20000, 8)
+    counts = mb.counts_from(states, actions, mdp.S, mdp.A)
+    freq = counts[2, 0] / counts[2, 0].sum()
+    np.testing.assert_allclose(freq, mdp.P[2, 0], atol=0.015)
+    slip = counts[0, 0] / counts[0, 0].sum()
+    np.testing.assert_allclose(slip, mdp.P[0, 0], atol=0.015)
+    per_ep = mb.counts_from(states, actions, mdp.S, mdp.A, per_episode=True)
+    np.testing.assert_array_equal(per_ep.sum(0), counts)
+    assert per_ep.sum((1, 2, 3)).tolist() == [8.0] * 20000
+
+
+def test_loglik_and_version_space_match_definitions():
+    cls = mb.gamble_chain_class(mb.q_grid(11), slip_grid=(0.0, 0.2), rho=0.4, H=8)
+    assert cls.M == 4 * 2 * 11
+    true = cls.index(lock=(0, 1), slip=0.2, q=0.6)
+    states, actions = mb.rollout(cls.P[true], cls.optimal()[1][true], 8, 0, 30, rng=1)
+    counts = mb.counts_from(states, actions, cls.S, cls.A)
+    ll = cls.loglik(counts)
+    # direct sum over transitions
+    for m in [true, 0, 5, cls.M - 1]:
+        with np.errstate(divide="ignore"):
+            direct = sum(np.log(cls.P[m, s, a, t]) for ep in range(30) for s, a, t in
+                         zip(states[ep, :-1], actions[ep], states[ep, 1:]))
+        assert ll[m] == pytest.approx(direct) if np.isfinite(direct) else ll[m] == -np.inf
+    assert np.isfinite(ll[true])
+    beta = cls.beta(0.1)
+    vs = cls.version_space(counts, beta)
+    np.testing.assert_array_equal(vs, ll >= ll.max() - beta)
+    assert vs[cls.mle(counts)] and vs[true]
+    assert (cls.version_space(counts, 0.5) <= vs).all()   # smaller beta, smaller set
+    batched = cls.loglik(np.stack([counts, 2 * counts]))
+    np.testing.assert_allclose(batched[1][np.isfinite(ll)], 2 * ll[np.isfinite(ll)])
+
+
+def test_mle_random_tie_break_is_uniform_over_ties():
+    cls = mb.gamble_chain_class(mb.q_grid(3), H=8)
+    counts = np.zeros((cls.S, cls.A, cls.S))      # no data: every model ties
+    picks = {int(cls.mle(counts, rng=k)) for k in range(200)}
+    assert len(picks) > cls.M // 2
+    assert cls.mle(counts) == 0
+
+
+def test_optimism_on_a_deterministic_instance_stops_regretting():
+    cls = mb.gamble_chain_class(mb.q_grid(11), rho=0.5, H=8)
+    true = cls.index(lock=(1, 1), slip=0.0, q=1.0)
+    res = mb.run_online(cls, true, 60, n_seeds=4, seed=0, show_progress=False)
+    assert res.regret.shape == (4, 60) and res.covered.all()
+    assert np.all(res.regret[:, -20:] == 0)        # the optimal policy found and kept
+    assert np.all(res.regret >= -1e-12)
+    assert np.all(res.variance[:, -1] == 0)        # deterministic: zero return variance
+    assert np.all(np.diff(res.vs_size, axis=1) <= 0)
+
+
+def test_greedy_can_lock_in_where_optimism_does_not():
+    cls = mb.gamble_chain_class(mb.q_grid(11), rho=0.5, H=8)
+    true = cls.index(lock=(0, 0), slip=0.0, q=0.7)
+    opt = mb.run_online(cls, true, 150, algorithm="optimistic", n_seeds=16, seed=1, show_progress=False)
+    greedy = mb.run_online(cls, true, 150, algorithm="greedy", n_seeds=16, seed=1, show_progress=False)
+    assert opt.cum_regret[:, -1].mean() < greedy.cum_regret[:, -1].mean()
+
+
+def test_cppo_lr_is_the_max_min_over_its_policy_set():
+    H = 8
+    cls = mb.gamble_chain_class(mb.q_grid(11), slip_grid=(0.0, 0.2), rho=0.4, H=H)
+    true = cls.index(lock=(0, 1), slip=0.2, q=0.5)
+    beh = mb.gamble_behaviour(H, 2, 0.3)
+    table = mb.PolicyTable(cls, extra=[beh])
+    counts = mb.collect(cls.P[true], beh, H, 0, 200, rng=0)
+    beta = cls.beta(0.1)
+    res = mb.cppo_lr(cls, counts, beta, table=table)
+    vs = cls.version_space(counts, beta)
+    # brute force over the same policy set: distinct optimal policies of plausible models + behaviour
+    _, pi_all = cls.optimal()
+    cands = [pi_all[m] for m in np.flatnonzero(vs)] + [beh]
+    worst = [mb.evaluate(cls.P[vs], cls.r, p, H)[:, 0, 0].min() for p in cands]
+    assert res.estimate == pytest.approx(max(worst))
+    assert res.estimate == pytest.approx(mb.pessimistic_value(cls, counts, beta, res.policy))
+    assert vs[true] and res.estimate <= cls.values_in(res.policy)[true] + 1e-12
+    plug = mb.plug_in(cls, counts, table=table)
+    m = cls.mle(counts)
+    assert plug.estimate == pytest.approx(cls.optimal()[0][m, 0, 0])
+
+
+def test_coverage_coefficient():
+    H = 8
+    mdp = mb.gamble_chain(0.5, rho=0.4, H=H)
+    target = mdp.optimal()[1]
+    assert mb.coverage(mdp.P, target, target, H, 0) == pytest.approx(1.0)
+    beh = mb.gamble_behaviour(H, 2, 0.5)
+    # the target follows the lock for 2 steps and gambles (3 halvings by h = 2); at h = 3 it is in
+    # the goal with probability q = 1/2 and takes action 0 there, which the behaviour policy does
+    # with probability 1/2 * 1/2^3 * q: the worst ratio is 16
+    assert mb.coverage(mdp.P, target, beh, H, 0) == pytest.approx(16.0)
+    assert mb.coverage(mdp.P, target, mb.gamble_behaviour(H, 2, 0.0), H, 0) == np.inf
+
+
+def test_loglog_slope_and_grids():
+    K = np.array([10, 100, 1000.0])
+    assert mb.loglog_slope(K, 3 * K ** -0.5) == pytest.approx(-0.5)
+    g = mb.fine_q_grid()
+    assert g[0] == 0 and g[-1] == 1 and np.all(np.diff(g) > 0) and (g > 0.999).sum() >= 3
+    with pytest.raises(ValueError, match="at least two"):
+        mb.loglog_slope([1, 2], [0, 0])
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match="S, A, S"):
+        mb.value_iteration(np.ones((3, 2, 4)) / 4, np.zeros((3, 2)), 3)
+    with pytest.raises(ValueError, match="probability vectors"):
+        mb.value_iteration(np.ones((3, 2, 3)), np.zeros((3, 2)), 3)
+    with pytest.raises(ValueError, match=r"valid: auto, numba, batched, loop"):
+        mb.value_iteration(np.ones((3, 2, 3)) / 3, np.zeros((3, 2)), 3, backend="gpu")
+    with pytest.raises(ValueError, match="reward r must have shape"):
+        mb.value_iteration(np.ones((3, 2, 3)) / 3, np.zeros((2, 3)), 3)
+    with pytest.raises(ValueError, match="normalised"):
+        mb.TabularMDP(np.ones((2, 1, 2)) / 2, np.ones((2, 1)), H=3)
+    mb.TabularMDP(np.ones((2, 1, 2)) / 2, np.ones((2, 1)), H=3, normalised=False)
+    cls = mb.gamble_chain_class(mb.q_grid(3), H=8)
+    with pytest.raises(ValueError, match="valid: optimistic, greedy, eps_greedy"):
+        mb.run_online(cls, 0, 5, algorithm="ucb")
+    with pytest.raises(ValueError, match="counts must be"):
+        cls.loglik(np.zeros((3, 3)))
+    with pytest.raises(KeyError, match="parameters are"):
+        cls.index(q=0.123)
+    with pytest.raises(ValueError, match="delta"):
+        cls.beta(1.5)
+    with pytest.raises(ValueError, match="lock"):
+        mb.gamble_chain(0.5, lock=(0, 2))
+    with pytest.raises(ProfileError, match="valid:"):
+        mb.online_config("smoke", n_episodes=3)
+    with pytest.raises(ProfileError, match="valid profiles"):
+        mb.offline_config("huge")
+
+
+def test_infeasible_settings_get_clear_errors():
+    with pytest.raises(ValueError, match="realizability"):
+        mb.instance("stochastic", H=8, q_grid=[0.0, 1.0], slip_grid=(0.0, 0.2))
+    with pytest.raises(ValueError, match="valid: deterministic, near-deterministic"):
+        mb.instance("random", H=8, q_grid=mb.q_grid(3), slip_grid=(0.0,))
+    with pytest.raises(ValueError, match="slip = 1"):
+        mb.gamble_chain(0.5, slip=1.0)
+    with pytest.raises(ValueError, match="K .* must be >= 1"):
+        mdp = mb.gamble_chain(0.5)
+        mb.collect(mdp.P, mdp.optimal()[1], mdp.H, 0, 0, rng=0)
+    cls, true = mb.instance("stochastic", H=8, q_grid=mb.q_grid(21), slip_grid=(0.0, 0.2))
+    assert cls.params[true] == {"lock": mb.LOCK, "slip": 0.2, "q": 0.5}
