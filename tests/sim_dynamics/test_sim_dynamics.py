@@ -1,0 +1,229 @@
+"""Chapter 09: data moments, the batched ensemble against the reference loop, the closed form and
+the two-layer ODE against brute-force integration, swing-by detection, the diffusion pieces."""
+
+import numpy as np
+import pytest
+import torch
+
+import iclr25.sim_dynamics as sd
+from iclr25.profiles import ProfileError
+
+
+def test_two_concept_layout_and_moments():
+    d = sd.two_concept(mu=(1.0, 2.0), var=(0.05, 0.1), n=4000, dim=8, seed=1)
+    assert d.X.shape == (12000, 8) and d.U.shape == (2, 8)
+    np.testing.assert_allclose(d.U @ d.U.T, np.eye(2), atol=1e-12)
+    Z = d.to_concept(d.X)
+    for c, m in enumerate(d.centroids):
+        np.testing.assert_allclose(Z[d.labels == c].mean(0), m, atol=0.03)
+        np.testing.assert_allclose(Z[d.labels == c].var(0), [0.05, 0.1], rtol=0.1)
+    # a_p = var_p + mu_p^2 / 3 for the three clusters (0,0), (0,mu2), (mu1,0)
+    np.testing.assert_allclose(d.a, [0.05 + 1 / 3, 0.1 + 4 / 3])
+    np.testing.assert_allclose(Z.T @ Z / len(Z), np.diag(d.a), atol=0.03)
+    np.testing.assert_allclose(d.to_concept(d.x_b), [1.0, 2.0], atol=1e-12)
+
+
+def test_multi_concept_and_truncation():
+    d = sd.multi_concept(mu=(1, 2, 3), var=0.2, n=500, dim=5, seed=0)
+    np.testing.assert_allclose(d.a, 0.2 + np.array([1, 4, 9]) / 3)
+    t = sd.two_concept(mu=(2.0, 2.0), var=(1.0, 1.0), n=2000, dim=2, rotate=False, truncate=True, seed=0)
+    assert np.linalg.norm(t.X - [2.0, 2.0], axis=1).min() >= 1.0  # radius min(mu)/2
+    r = sd.two_concept(dim=3, rotate=False, n=10)
+    np.testing.assert_allclose(r.U, np.eye(3)[:2])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(mu=(1, 2, 3)), "mu must be a vector of length 2"),
+    (dict(var=(-1, 0.1)), "var must be >= 0"),
+    (dict(dim=1), "dim"),
+    (dict(n=0), "n must be a positive integer"),
+])
+def test_data_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sd.two_concept(**kwargs)
+
+
+@pytest.mark.parametrize("spec", [
+    sd.MLPSpec(n_layers=1),
+    sd.MLPSpec(n_layers=2, hdim=16, relu=True, bias=True),
+    sd.MLPSpec(n_layers=3, hdim=8, init_scale=0.1),
+    sd.MLPSpec(n_layers=2, hdim=8, init_scale=0.1, init_dist="uniform", symmetric=True),
+])
+def test_batched_ensemble_matches_reference_loop(spec):
+    d = sd.two_concept(n=100, n_ood=32, dim=6, seed=0)
+    kw = dict(seeds=[0, 3], lr=0.05, batch_size=32, n_epochs=2, jac_every=3, show_progress=False)
+    a = sd.train_sim(d, spec, backend="batched", **kw)
+    b = sd.train_sim(d, spec, backend="loop", **kw)
+    np.testing.assert_allclose(a.ood_loss, b.ood_loss, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(a.ood_pred, b.ood_pred, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(a.jac, b.jac, rtol=1e-4, atol=1e-6)
+    for wa, wb in zip(a.weights, b.weights):
+        np.testing.assert_allclose(wa, wb, rtol=1e-4, atol=1e-6)
+    # each ensemble member equals its run trained alone
+    c = sd.train_sim(d, spec, backend="batched", **{**kw, "seeds": [3]})
+    np.testing.assert_allclose(a.ood_loss[1], c.ood_loss[0], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("spec", [sd.MLPSpec(n_layers=2, hdim=8, bias=True), sd.MLPSpec(n_layers=1),
+                                  sd.MLPSpec(2, 8, init_scale=0.2, init_dist="uniform", symmetric=True)])
+def test_moment_ood_loss_equals_sample_mean(spec):
+    d = sd.two_concept(n=100, n_ood=300, dim=6, seed=0)
+    kw = dict(seeds=[0, 1], lr=0.05, batch_size=32, n_epochs=2, show_progress=False, dtype=torch.float64)
+    a = sd.train_sim(d, spec, ood_eval="moments", **kw)
+    b = sd.train_sim(d, spec, ood_eval="samples", **kw)
+    assert a.info["ood_eval"] == "moments" and b.info["ood_eval"] == "samples"
+    np.testing.assert_allclose(a.ood_loss, b.ood_loss, rtol=1e-10)
+    with pytest.raises(ValueError, match="only for linear models"):
+        sd.train_sim(d, sd.MLPSpec(2, 8, relu=True), ood_eval="moments", **kw)
+
+
+def test_jacobian_is_the_autograd_jacobian():
+    d = sd.two_concept(n=50, n_ood=8, dim=5, seed=2)
+    spec = sd.MLPSpec(n_layers=3, hdim=7, relu=True, bias=True)
+    tr = sd.train_sim(d, spec, seeds=[1], lr=0.05, batch_size=25, n_epochs=1, jac_every=1,
+                      show_progress=False, dtype=torch.float64)
+    Ws = [torch.tensor(w) for w in tr.weights]
+    bs = [torch.tensor(b) for b in tr.biases]
+    f = lambda x: sd.forward(Ws, bs, x[None, None], True, True)[0, 0]
+    J = torch.autograd.functional.jacobian(f, torch.tensor(d.x_b))
+    expect = d.U @ J.numpy() @ d.U.T
+    np.testing.assert_allclose(tr.jac[0, -1], expect, atol=1e-10)
+
+
+def test_one_layer_sgd_follows_closed_form():
+    d = sd.two_concept(n=2000, n_ood=16, dim=4, seed=0)
+    spec = sd.MLPSpec(n_layers=1)
+    tr = sd.train_sim(d, spec, seeds=[0], lr=0.01, batch_size=6000, n_epochs=300,
+                      log_every=50, show_progress=False, dtype=torch.float64)   # full batch = GD
+    W0 = sd.init_params(spec, 4, 0, torch.float64)[0][0].numpy()
+    Sigma = d.X.T @ d.X / len(d.X)
+    # full-batch GD is exactly W_k = I + (W0 - I)(I - lr Sigma)^k ...
+    I = np.eye(4)
+    gd = np.stack([(I + (W0 - I) @ np.linalg.matrix_power(I - 0.01 * Sigma, int(k))) @ d.x_b
+                   for k in tr.steps]) @ d.U.T
+    np.testing.assert_allclose(tr.ood_pred[0], gd, atol=1e-10)
+    # ... and the gradient-flow closed form is within O(lr) of it
+    pred = sd.one_layer_closed_form(Sigma, W0, d.x_b, tr.t) @ d.U.T
+    np.testing.assert_allclose(tr.ood_pred[0], pred, rtol=5e-3, atol=1e-3)
+
+
+def test_closed_form_is_the_paper_formula():
+    a = np.array([0.4, 1.4])
+    W0 = np.array([[0.1, -0.2], [0.05, 0.02]])
+    z = np.array([1.0, 2.0])
+    t = np.array([0.0, 0.5, 3.0])
+    got = sd.one_layer_closed_form(a, W0, z, t)
+    # f_k = (1 - e^{-a_k t}) z_k + sum_i e^{-a_i t} w_ki(0) z_i
+    decay = np.exp(-np.outer(t, a))                                  # (T, s): e^{-a_i t}
+    want = (1 - decay) * z + np.einsum("ki,ti,i->tk", W0, decay, z)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    # embedded version agrees with the concept-space one
+    U = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 5)))[0][:2]
+    W0e = U.T @ W0 @ U
+    emb = sd.one_layer_closed_form(a, W0e, z @ U, t, U=U)
+    np.testing.assert_allclose(emb @ U.T, want, atol=1e-12)
+
+
+def test_sym2_ode_matches_brute_force_gradient_flow():
+    a = np.array([0.4, 1.4])
+    rng = np.random.default_rng(0)
+    U = rng.uniform(0, 0.3, (2, 3))
+    W0 = U @ U.T
+    T, dt = 2.0, 5e-4
+    Ut = torch.tensor(U, requires_grad=True)
+    S = torch.tensor(np.diag(a))
+    I = torch.eye(2, dtype=torch.float64)
+    for _ in range(int(T / dt)):   # Euler on U with autograd: L = 1/2 tr((W-I) S (W-I)^T)
+        W = Ut @ Ut.T
+        L = 0.5 * torch.trace((W - I) @ S @ (W - I).T)
+        g, = torch.autograd.grad(L, Ut)
+        with torch.no_grad():
+            Ut -= dt * g
+    Wode = sd.sym2_linear_ode(a, W0, np.array([0.0, T]))[-1]
+    np.testing.assert_allclose(Wode, (Ut @ Ut.T).detach().numpy(), atol=3e-3)
+
+
+def test_swing_by_detection():
+    t = np.linspace(0, 10, 500)
+    mono = np.exp(-t) + 0.1
+    assert not sd.detect_swing_by(mono).present
+    assert sd.is_monotone(mono)
+    bump = mono + 0.2 * np.exp(-((t - 4) ** 2))
+    sw = sd.detect_swing_by(bump)
+    assert sw.present and abs(t[sw.i_peak] - 4) < 0.3 and sw.i_valley < sw.i_peak
+    # a curve that rises at the end and never comes down is not a swing-by
+    assert not sd.detect_swing_by(np.r_[mono, mono[-1] + np.linspace(0, 0.5, 50)]).present
+    out = sd.detect_swing_by(np.stack([mono, bump]))
+    assert [s.present for s in out] == [False, True]
+    with pytest.raises(ValueError, match="NaN"):
+        sd.detect_swing_by(np.r_[mono, np.nan])
+
+
+def test_sym2_ode_shows_swing_by_and_one_layer_does_not():
+    d = sd.two_concept(n=10, dim=2, rotate=False)
+    t = np.linspace(0, 15, 601)
+    U0 = np.random.default_rng(0).uniform(0, 0.1, (2, 64))        # non-negative, as the theory figure
+    W0 = U0 @ U0.T
+    assert sd.sym2_init(2, 0.1, hdim=64).shape == (2, 2)
+    W = sd.sym2_linear_ode(d.a, W0, t)
+    L = 0.5 * ((W @ d.mu - d.mu) ** 2).sum(-1)
+    assert sd.detect_swing_by(L, 1e-3).present
+    W1 = sd.one_layer_weights(d.a, W0, t)
+    L1 = 0.5 * ((W1 @ d.mu - d.mu) ** 2).sum(-1)
+    assert sd.is_monotone(L1, 1e-9)
+
+
+def test_learning_time():
+    t = np.linspace(0, 10, 1001)
+    a = np.array([0.5, 2.0])
+    pred = (1 - np.exp(-np.outer(t, a))) * [1.0, 2.0]
+    lt = sd.learning_time(pred, [1.0, 2.0], t, 0.9)
+    np.testing.assert_allclose(lt, np.log(10) / a, atol=0.011)
+    assert np.isnan(sd.learning_time(pred * 0, [1.0, 2.0], t)).all()
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match="n_layers must be 1, 2, 3 or 4"):
+        sd.MLPSpec(n_layers=5)
+    with pytest.raises(ValueError, match="valid: normal, uniform"):
+        sd.MLPSpec(init_dist="laplace")
+    with pytest.raises(ValueError, match="symmetric"):
+        sd.MLPSpec(n_layers=3, symmetric=True)
+    d = sd.two_concept(n=10, dim=3)
+    with pytest.raises(ValueError, match="valid: batched, loop"):
+        sd.train_sim(d, backend="cuda", show_progress=False)
+    with pytest.raises(ValueError, match="one per seed"):
+        sd.train_sim([d, d], seeds=[0, 1, 2], show_progress=False)
+    with pytest.raises(ValueError, match="equal shapes"):
+        sd.train_sim([d, sd.two_concept(n=11, dim=3)], seeds=[0, 1], show_progress=False)
+    with pytest.raises(ValueError, match="lr must be a positive"):
+        sd.train_sim(d, lr=-1, show_progress=False)
+    with pytest.raises(ValueError, match="t_grid"):
+        sd.sym2_linear_ode([1.0, 2.0], np.eye(2), [1.0, 2.0])
+    with pytest.raises(ValueError, match="W0 must have the shape"):
+        sd.one_layer_weights([1.0, 2.0], np.eye(3), [0.0])
+    with pytest.raises(ProfileError, match="valid"):
+        sd.linear_theory("smoke", n_epoch=3)
+    with pytest.raises(ProfileError, match="valid profiles"):
+        sd.swing_by("huge")
+
+
+def test_images_and_readout():
+    c = np.array(sd.diffusion.COMPOSITIONS * 50)
+    X = sd.diffusion.make_images(c, img=8, seed=0)
+    assert X.shape == (200, 3, 8, 8) and X.min() >= 0 and X.max() <= 1
+    ro = sd.diffusion.ConceptReadout.fit(X, c)
+    assert (ro.predict(X) == c).mean() > 0.99
+    with pytest.raises(ValueError, match="0/1 bits"):
+        sd.diffusion.make_images(np.array([[2, 0]]))
+
+
+def test_ddpm_forward_process_and_tiny_training():
+    ddpm = sd.diffusion.DDPM(20)
+    assert float(ddpm.abar[-1]) < 1e-2 and float(ddpm.abar[0]) > 0.99
+    cfg = sd.diffusion_check("smoke", n_steps=60, n_checkpoints=2, n_samples=4, n_per_class=16,
+                             n_diffusion=10)
+    run = sd.diffusion.train_diffusion(cfg, show_progress=False)
+    assert run.concept.shape == (len(run.steps), 4, 4, 2)
+    assert run.accuracy.shape == (len(run.steps), 4)
+    assert run.loss[-10:].mean() < run.loss[:5].mean()
