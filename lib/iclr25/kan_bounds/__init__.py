@@ -1,0 +1,38 @@
+"""Chapter 15 -- generalisation bounds for Kolmogorov--Arnold networks.
+
+Xianyang Zhang and Huijuan Zhou, *Generalization Bounds and Model Complexity for Kolmogorov--Arnold
+Networks*, ICLR 2025 (arXiv:2410.08026). No official code exists; the theorem's exact form could
+not be checked, so :mod:`~iclr25.kan_bounds.complexity` implements *bound-shaped* measures.
+
+Public API
+----------
+- bases: :func:`bspline_basis` (``"fast"`` uniform path / ``"reference"`` Cox--de Boor),
+  :func:`bspline_reference`, :func:`extended_grid`;
+- models: :class:`KANLayer`, :class:`KAN` (``coef_matrices``, ``basis``, ``from_pykan``),
+  :class:`RKHSLayer`, :class:`LowRankRKHSKAN`;
+- measures: :func:`l1_measure`, :func:`bartlett_measure`, :func:`rkhs_measure`, :func:`measures`,
+  :func:`spline_lipschitz`, :func:`basis_lipschitz`, :func:`network_lipschitz`, :func:`add_zero_nodes`;
+- data: :func:`regression` (targets ``f1``, ``f2``: ours), :func:`digits`, :func:`mnist` (the paper's data, for users who have the files);
+- training: :func:`train` (:class:`History`); configs :func:`sweep`, :func:`digits_run`;
+- figures: :mod:`iclr25.kan_bounds.plots`.
+"""
+
+from .basis import (BACKENDS, HAVE_NUMBA, SILU_MAX_SLOPE, bspline_basis, kan_basis, bspline_max_slope, bspline_reference,
+                    bspline_uniform, extended_grid)
+from .complexity import (MEASURES, add_zero_nodes, bartlett_measure, basis_lipschitz, l1_measure,
+                         log_factor, measures, network_lipschitz, rkhs_measure, spline_lipschitz)
+from .configs import DigitsConfig, SweepConfig, digits_run, sweep
+from .data import TARGETS, Dataset, digits, f1, f2, mnist, read_idx, regression
+from .model import DROPOUT_MODES, KAN, KANLayer, LowRankRKHSKAN, RKHSLayer
+from .train import OPTIMIZERS, History, fit_regression, run_grid, train
+from . import plots  # noqa: E402
+
+__all__ = [
+    "BACKENDS", "HAVE_NUMBA", "SILU_MAX_SLOPE", "bspline_basis", "kan_basis", "bspline_max_slope", "bspline_reference",
+    "bspline_uniform", "extended_grid",
+    "KANLayer", "KAN", "RKHSLayer", "LowRankRKHSKAN", "DROPOUT_MODES",
+    "MEASURES", "l1_measure", "bartlett_measure", "rkhs_measure", "measures", "basis_lipschitz",
+    "spline_lipschitz", "network_lipschitz", "log_factor", "add_zero_nodes",
+    "TARGETS", "Dataset", "regression", "digits", "mnist", "read_idx", "f1", "f2",
+    "History", "train", "fit_regression", "run_grid", "OPTIMIZERS", "SweepConfig", "DigitsConfig", "sweep", "digits_run",
+]

@@ -1,0 +1,153 @@
+"""Full-batch training that logs train/test loss, the generalisation gap and the measures (chapter 15)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from ..progress import progress
+from .complexity import measures
+from .data import Dataset
+
+__all__ = ["History", "train", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+@dataclass
+class History:
+    """Per logged epoch: ``epoch``, ``train_loss``, ``test_loss``, ``gap`` (test - train) and
+    one list per measure (``l1``, ``bartlett``, ...); ``final`` holds the last row."""
+
+    epoch: list = field(default_factory=list)
+    train_loss: list = field(default_factory=list)
+    test_loss: list = field(default_factory=list)
+    gap: list = field(default_factory=list)
+    train_acc: list = field(default_factory=list)
+    test_acc: list = field(default_factory=list)
+    measures: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def final(self) -> dict:
+        out = {"epoch": self.epoch[-1], "train_loss": self.train_loss[-1],
+               "test_loss": self.test_loss[-1], "gap": self.gap[-1]}
+        if self.train_acc:
+            out.update(train_acc=self.train_acc[-1], test_acc=self.test_acc[-1])
+        out.update({k: v[-1] for k, v in self.measures.items()})
+        return out
+
+    def frame(self):
+        """The history as a ``pandas.DataFrame``."""
+        import pandas as pd
+
+        d = {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test_loss,
+             "gap": self.gap}
+        if self.train_acc:
+            d.update(train_acc=self.train_acc, test_acc=self.test_acc)
+        d.update(self.measures)
+        return pd.DataFrame(d)
+
+
+def loss_fn(task: str):
+    """MSE for ``"regression"`` (the paper), cross-entropy for ``"classification"``."""
+    if task == "regression":
+        return F.mse_loss
+    if task == "classification":
+        return F.cross_entropy
+    raise ValueError(f"unknown task {task!r}; valid: regression, classification")
+
+
+def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e-2,
+          optimizer: str = "adam", dropout: float | None = None, log_every: int | None = None,
+          seed: int = 0, desc: str | None = None) -> History:
+    """Train ``model`` full-batch for ``n_steps`` epochs (one step per epoch) and log every
+    ``log_every`` epochs (default ``n_steps // 10``) the losses without dropout, the gap and
+    :func:`~iclr25.kan_bounds.complexity.measures` on the training inputs.
+
+    ``dropout`` (if given) sets the activation dropout first (0.1: the paper's regularised KAN).
+    ``optimizer``: ``"adam"`` (ours) or ``"sgd"`` (the paper's). Chapter 15, notebook ``02-bound-vs-gap``.
+    """
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+    if int(n_steps) < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
+    if data.X_train.shape[1] != model.widths[0]:
+        raise ValueError(f"the data have {data.X_train.shape[1]} features but the model expects "
+                         f"{model.widths[0]}")
+    if dropout is not None:
+        model.set_dropout(dropout)
+    n_steps = int(n_steps)
+    log_every = max(1, n_steps // 10) if log_every is None else int(log_every)
+    torch.manual_seed(seed)
+    opt = (torch.optim.Adam(model.parameters(), lr=lr) if optimizer == "adam"
+           else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
+    crit = loss_fn(data.task)
+    hist = History()
+    import time
+    t0 = time.perf_counter()
+
+    def log(epoch):
+        model.eval()
+        with torch.no_grad():
+            out_tr, out_te = model(data.X_train), model(data.X_test)
+            tr, te = float(crit(out_tr, data.y_train)), float(crit(out_te, data.y_test))
+        hist.epoch.append(epoch)
+        hist.train_loss.append(tr)
+        hist.test_loss.append(te)
+        hist.gap.append(te - tr)
+        if data.task == "classification":
+            hist.train_acc.append(float((out_tr.argmax(1) == data.y_train).float().mean()))
+            hist.test_acc.append(float((out_te.argmax(1) == data.y_test).float().mean()))
+        for k, v in measures(model, data.X_train).items():
+            hist.measures.setdefault(k, []).append(v)
+        model.train()
+
+    model.train()
+    for epoch in progress(range(1, n_steps + 1), desc=desc or "train"):
+        opt.zero_grad(set_to_none=True)
+        loss = crit(model(data.X_train), data.y_train)
+        loss.backward()
+        opt.step()
+        if epoch % log_every == 0 or epoch == n_steps:
+            log(epoch)
+    hist.seconds = time.perf_counter() - t0
+    model.eval()
+    return hist
+
+
+def fit_regression(cfg, *, target: str, noise: float = 0.0, random_frac: float = 0.0,
+                   dropout: float = 0.0, seed: int = 0):
+    """One notebook-02 run: data from :func:`~iclr25.kan_bounds.data.regression`, a fresh
+    :class:`~iclr25.kan_bounds.model.KAN` of ``cfg.widths`` (seeded), :func:`train`.
+    Returns ``(model, history)``. Chapter 15, notebook ``02-bound-vs-gap``."""
+    from .data import regression
+    from .model import KAN
+
+    data = regression(target, cfg.n_train, cfg.n_test, noise=noise, random_frac=random_frac,
+                      seed=seed)
+    torch.manual_seed(seed)
+    model = KAN(cfg.widths, grid_size=cfg.grid_size)
+    hist = train(model, data, n_steps=cfg.n_steps, lr=cfg.lr, dropout=dropout, seed=seed,
+                 log_every=cfg.log_every or None, desc=f"{target} s={noise} r={random_frac} p={dropout}")
+    return model, hist
+
+
+def run_grid(cfg, rows, *, return_histories: bool = False):
+    """Run :func:`fit_regression` for every dict in ``rows`` (keys ``target``, ``noise``,
+    ``random_frac``, ``dropout``, ``seed``) and return one row per run with its final losses, gap and
+    measures (and, with ``return_histories``, the list of :class:`History` s too).
+    Chapter 15, notebook ``02-bound-vs-gap``."""
+    import pandas as pd
+
+    out, hists = [], []
+    for r in rows:
+        _, h = fit_regression(cfg, **r)
+        out.append({**r, **h.final, "seconds": h.seconds})
+        hists.append(h)
+    df = pd.DataFrame(out)
+    return (df, hists) if return_histories else df
