@@ -1,0 +1,41 @@
+"""Chapter 11 -- the retrieval problem: log-depth transformers, the implicit curriculum, and
+retrieval heads that emerge in order.
+
+Tiberiu Musat, *Mechanism and Emergence of Stacked Attention Heads in Multi-Layer Transformers*,
+ICLR 2025 (arXiv:2411.12118). The paper has no public code: the task format and the curriculum
+here are reconstructions **in the spirit of** the paper, checked against its Theorem 1
+(t >= log_3(2D)), not against its plots.
+
+Public API
+----------
+- the task: :class:`RetrievalTask` (plain and conditional; vectorised and loop samplers),
+  :func:`follow_chain` (brute-force answers), :func:`min_layers`, :func:`max_depth`,
+  :func:`depth_table`;
+- natural-language multiple choice: :func:`mc_questions`, :func:`score_mc`;
+- models: :func:`make_model` (the core's TinyGPT with multi-slot positions), :func:`train_retrieval`
+  (with or without the implicit curriculum), :func:`accuracy`, :func:`accuracy_by_depth`;
+- mechanism: :func:`attention_maps`, :func:`hop_scores`, :func:`emergence_times`,
+  :func:`ablate_heads`;
+- configs per profile: :func:`lm_config`, :func:`depth_config`, :func:`emergence_config`;
+- figures: :mod:`iclr25.retrieval_problem.plots`.
+"""
+
+from .configs import (DepthConfig, EmergenceConfig, LMConfig, depth_config, emergence_config,
+                      lm_config)
+from .language import LETTERS, NAMES, MCQuestion, mc_questions, render_mc, score_mc
+from .model import (TrainResult, ablate_heads, accuracy, accuracy_by_depth, attention_maps,
+                    emergence_times, heads_for_hop, hop_score_history, hop_scores, make_model,
+                    predict, train_retrieval)
+from .task import (IC_MODES, SAMPLERS, Batch, RetrievalTask, depth_table, follow_chain,
+                   max_depth, min_layers)
+from . import plots  # noqa: E402
+
+__all__ = [
+    "RetrievalTask", "Batch", "follow_chain", "min_layers", "max_depth", "depth_table",
+    "IC_MODES", "SAMPLERS",
+    "NAMES", "LETTERS", "MCQuestion", "render_mc", "mc_questions", "score_mc",
+    "make_model", "TrainResult", "train_retrieval", "predict", "accuracy", "accuracy_by_depth",
+    "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "hop_score_history",
+    "heads_for_hop",
+    "LMConfig", "DepthConfig", "EmergenceConfig", "lm_config", "depth_config", "emergence_config",
+]

@@ -1,0 +1,351 @@
+"""The core's TinyGPT on retrieval problems: multi-slot positions, training with checkpoints,
+attention maps, per-head hop scores, emergence times and head ablation (chapter 11).
+
+The model is :class:`iclr25.tinygpt.TinyGPT`, unchanged. Two small additions are made from the
+outside, with hooks:
+
+* **multi-slot positions** (:func:`make_model`): a forward hook on ``tok_emb`` turns an input of
+  shape ``(batch, seq, slots)`` into the sum of the slots' embeddings, skipping PAD slots, so one
+  position carries a whole fact ``a -> b``;
+* **head ablation** (:func:`ablate_heads`): a forward pre-hook on each ``blocks[l].attn.proj``
+  zeroes the chosen heads' outputs before the output projection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..progress import progress
+from ..tinygpt import TinyGPT, TinyGPTConfig
+from .task import RetrievalTask
+
+__all__ = ["make_model", "TrainResult", "train_retrieval", "accuracy", "accuracy_by_depth",
+           "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "predict",
+           "hop_score_history", "heads_for_hop"]
+
+
+def _slot_hook(pad_id: int):
+    def hook(module, inputs, output):
+        idx = inputs[0]
+        if idx.dim() == 3 and output.dim() == 4:  # (B, T, slots) -> sum over the slots
+            keep = (idx != pad_id).unsqueeze(-1).to(output.dtype)
+            return (output * keep).sum(dim=-2)
+        return output
+    return hook
+
+
+def make_model(task: RetrievalTask, n_layers: int, *, d_model: int = 64, n_heads: int = 2,
+               d_ff: int | None = None, seed: int = 0) -> TinyGPT:
+    """A :class:`~iclr25.tinygpt.TinyGPT` for ``task`` with multi-slot input positions.
+
+    Introduced in ``02-depth-vs-difficulty``. ``model(X)`` takes ``(batch, K+1, 3)`` ids from
+    :meth:`RetrievalTask.sample` (as a LongTensor) and returns logits ``(batch, K+1, vocab)``;
+    the answer is read at the last position. Weights are initialised under ``seed``.
+    """
+    if int(n_layers) != n_layers or n_layers < 1:
+        raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
+    cfg = TinyGPTConfig(vocab_size=task.vocab_size, d_model=d_model, n_layers=int(n_layers),
+                        n_heads=n_heads, d_ff=d_ff or 2 * d_model, max_len=task.seq_len)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = TinyGPT(cfg)
+    model.tok_emb.register_forward_hook(_slot_hook(task.pad_id))
+    model.retrieval_task = task  # remembered for the helpers below
+    return model
+
+
+def _check_X(model: TinyGPT, X) -> torch.Tensor:
+    X = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X, dtype=torch.long)
+    task = getattr(model, "retrieval_task", None)
+    if task is not None and (X.dim() != 3 or tuple(X.shape[1:]) != (task.seq_len, 3)):
+        raise ValueError(f"X must have shape (batch, {task.seq_len}, 3) for this task, "
+                         f"got {tuple(X.shape)}")
+    return X
+
+
+def _answer_logits(model: TinyGPT, X: torch.Tensor) -> torch.Tensor:
+    """Logits over the V symbols at the query (last) position."""
+    V = model.retrieval_task.n_symbols
+    return model(X)[:, -1, :V]
+
+
+@torch.no_grad()
+def predict(model: TinyGPT, X) -> np.ndarray:
+    """The predicted answer symbol of every example. Introduced in ``02-depth-vs-difficulty``."""
+    was = model.training
+    model.eval()
+    try:
+        return _answer_logits(model, _check_X(model, X)).argmax(-1).numpy()
+    finally:
+        model.train(was)
+
+
+def accuracy(model: TinyGPT, task: RetrievalTask, depth: int, *, n: int = 512,
+             seed: int = 10_000) -> float:
+    """Exact-match accuracy on ``n`` fresh examples of depth ``depth`` (fixed ``seed``).
+
+    Introduced in ``02-depth-vs-difficulty``.
+    """
+    batch = task.sample(n, seed, depth=depth)
+    return float((predict(model, batch.X) == batch.y).mean())
+
+
+def accuracy_by_depth(model: TinyGPT, task: RetrievalTask, *, n: int = 512,
+                      seed: int = 10_000) -> dict[int, float]:
+    """``{D: accuracy}`` for D = 1..Dmax. Introduced in ``02-depth-vs-difficulty``."""
+    return {d: accuracy(model, task, d, n=n, seed=seed + d) for d in range(1, task.max_depth + 1)}
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train_retrieval` returns.
+
+    Attributes
+    ----------
+    step, loss
+        Logged steps and training losses.
+    eval_step, acc
+        Steps of the evaluations and ``{D: [accuracy per evaluation]}``.
+    checkpoints
+        ``[(step, state_dict)]`` when ``checkpoint_every`` is set.
+    seconds
+        Wall time of the training loop.
+    tokens
+        Training positions processed (batch * seq_len * steps).
+    """
+
+    step: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    eval_step: list = field(default_factory=list)
+    acc: dict = field(default_factory=dict)
+    checkpoints: list = field(default_factory=list)
+    seconds: float = 0.0
+    tokens: int = 0
+
+    def final_acc(self) -> dict[int, float]:
+        """Accuracy per depth at the last evaluation."""
+        return {d: v[-1] for d, v in self.acc.items()}
+
+
+def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: str | None = "mixed",
+                    batch_size: int = 128, lr: float = 3e-3, warmup: int = 50,
+                    weight_decay: float = 0.0, seed: int = 0, eval_every: int = 0,
+                    eval_n: int = 256, checkpoint_every: int = 0, train_depth: int | None = None,
+                    desc: str = "train") -> TrainResult:
+    """Train ``model`` on examples sampled on the fly, with the answer loss at the query position.
+
+    Introduced in ``02-depth-vs-difficulty``.
+
+    Parameters
+    ----------
+    ic
+        The implicit curriculum: ``"mixed"`` (depths uniform in ``1..Dmax`` in every batch) or
+        ``None`` (the ablation: one depth only, ``train_depth``).
+    train_depth
+        The only depth seen when ``ic is None`` (default ``Dmax``).
+    n_steps, batch_size, lr, warmup, weight_decay
+        AdamW with a linear warm-up then a constant rate (paper: batch 128, 24k steps).
+    eval_every, eval_n
+        Evaluate the accuracy per depth every so many steps on ``eval_n`` fixed examples.
+    checkpoint_every
+        Keep a copy of the weights every so many steps (and at step 0), for
+        :func:`emergence_times`.
+    """
+    if ic not in ("mixed", None):
+        raise ValueError(f"unknown ic {ic!r}; valid: 'mixed', None")
+    if n_steps < 1:
+        raise ValueError("n_steps must be at least 1")
+    rng = np.random.default_rng(seed)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    other = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": other, "weight_decay": 0.0}], lr=lr)
+    res = TrainResult(acc={d: [] for d in range(1, task.max_depth + 1)})
+    if train_depth is not None and (ic is not None or not 1 <= int(train_depth) <= task.max_depth):
+        raise ValueError(f"train_depth must be None, or an integer in 1..{task.max_depth} with "
+                         f"ic=None; got train_depth={train_depth!r}, ic={ic!r}")
+    depth = "mixed" if ic == "mixed" else (int(train_depth) if train_depth else None)
+
+    def snapshot(step):
+        if eval_every:
+            res.eval_step.append(step)
+            for d, a in accuracy_by_depth(model, task, n=eval_n, seed=seed + 77_000).items():
+                res.acc[d].append(a)
+        if checkpoint_every:
+            res.checkpoints.append((step, {k: v.detach().clone()
+                                           for k, v in model.state_dict().items()}))
+
+    t0 = time.perf_counter()
+    snapshot(0)
+    model.train()
+    bar = progress(range(n_steps), desc=desc)
+    for step in bar:
+        for g in opt.param_groups:
+            g["lr"] = lr * min(1.0, (step + 1) / max(warmup, 1))
+        b = task.sample(batch_size, rng, depth=depth)
+        X, y = torch.from_numpy(b.X), torch.from_numpy(b.y)
+        loss = F.cross_entropy(model(X)[:, -1, :], y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % 10 == 0 or step == n_steps - 1:
+            res.step.append(step)
+            res.loss.append(float(loss.detach()))
+        done = step + 1
+        if (eval_every and done % eval_every == 0) or (checkpoint_every and done % checkpoint_every == 0):
+            e, c = eval_every, checkpoint_every
+            eval_every = e if (e and done % e == 0) else 0
+            checkpoint_every = c if (c and done % c == 0) else 0
+            snapshot(done)
+            eval_every, checkpoint_every = e, c
+            model.train()
+    bar.close()
+    if eval_every and (not res.eval_step or res.eval_step[-1] != n_steps):
+        c = checkpoint_every
+        checkpoint_every = 0
+        snapshot(n_steps)
+        checkpoint_every = c
+    model.eval()
+    res.seconds = time.perf_counter() - t0
+    res.tokens = n_steps * batch_size * task.seq_len
+    return res
+
+
+@torch.no_grad()
+def attention_maps(model: TinyGPT, X) -> np.ndarray:
+    """Attention probabilities ``(layers, heads, batch, T, T)`` from ``forward(return_attn=True)``.
+
+    Introduced in ``03-head-emergence``.
+    """
+    X = _check_X(model, X)
+    was = model.training
+    model.eval()
+    try:
+        _, maps = model(X, return_attn=True)
+    finally:
+        model.train(was)
+    return torch.stack(maps).transpose(1, 2).numpy()
+
+
+def hop_scores(A: np.ndarray, hop_pos: np.ndarray, depth: np.ndarray | None = None) -> np.ndarray:
+    """Per-head retrieval score for every hop: the mean attention mass that the query (last
+    position) puts on the fact used at hop k.
+
+    Introduced in ``03-head-emergence``.
+
+    Parameters
+    ----------
+    A
+        ``(layers, heads, batch, T, T)`` from :func:`attention_maps`.
+    hop_pos
+        ``(batch, Dmax)`` from the :class:`~iclr25.retrieval_problem.task.Batch`.
+    depth
+        Optional ``(batch,)``: a hop k only counts in examples with ``depth >= k``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(layers, heads, Dmax)``.
+    """
+    A = np.asarray(A)
+    if A.ndim != 5 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"A must be (layers, heads, batch, T, T), got shape {A.shape}")
+    hop_pos = np.asarray(hop_pos)
+    if hop_pos.ndim != 2 or hop_pos.shape[0] != A.shape[2]:
+        raise ValueError(f"hop_pos must be (batch={A.shape[2]}, Dmax), got {hop_pos.shape}")
+    q = A[..., -1, :]                                         # (L, H, B, T): the query's row
+    mass = np.take_along_axis(q, hop_pos[None, None], axis=-1)  # (L, H, B, Dmax)
+    if depth is None:
+        return mass.mean(axis=2)
+    w = (np.arange(1, hop_pos.shape[1] + 1)[None, :] <= np.asarray(depth)[:, None]).astype(float)
+    return (mass * w).sum(axis=2) / np.maximum(w.sum(axis=0), 1)
+
+
+def emergence_times(steps: Sequence[int], scores: np.ndarray, threshold: float = 0.5) -> np.ndarray:
+    """First logged step at which each (layer, head, hop) score reaches ``threshold``
+    (``-1``: never).
+
+    Introduced in ``03-head-emergence``. ``scores`` is ``(n_checkpoints, layers, heads, hops)``,
+    one :func:`hop_scores` per entry of ``steps``.
+    """
+    scores = np.asarray(scores)
+    if scores.ndim != 4 or scores.shape[0] != len(steps):
+        raise ValueError(f"scores must be (len(steps)={len(steps)}, layers, heads, hops), "
+                         f"got {scores.shape}")
+    above = scores >= threshold
+    first = np.where(above.any(axis=0), above.argmax(axis=0), -1)
+    steps = np.asarray(steps)
+    return np.where(first >= 0, steps[np.clip(first, 0, None)], -1)
+
+
+@contextlib.contextmanager
+def ablate_heads(model: TinyGPT, heads: Iterable[tuple[int, int]]):
+    """Zero the outputs of the given ``(layer, head)`` pairs inside the block.
+
+    Introduced in ``03-head-emergence``. The hooks are removed on exit.
+    """
+    heads = [(int(l), int(h)) for l, h in heads]
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    bad = [(l, h) for l, h in heads if not (0 <= l < L and 0 <= h < H)]
+    if bad:
+        raise ValueError(f"no such head(s) {bad}: the model has layers 0..{L - 1}, heads 0..{H - 1}")
+    handles = []
+    hd = model.cfg.head_dim
+    for layer in sorted({l for l, _ in heads}):
+        mask = torch.ones(model.cfg.d_model)
+        for l, h in heads:
+            if l == layer:
+                mask[h * hd:(h + 1) * hd] = 0.0
+
+        def pre(module, inputs, mask=mask):
+            return (inputs[0] * mask,)
+        handles.append(model.blocks[layer].attn.proj.register_forward_pre_hook(pre))
+    try:
+        yield model
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def hop_score_history(model: TinyGPT, checkpoints, batch) -> tuple[list[int], np.ndarray]:
+    """:func:`hop_scores` of every checkpoint of a :class:`TrainResult` on a fixed ``batch``.
+
+    Introduced in ``03-head-emergence``. Returns ``(steps, scores)`` with ``scores`` of shape
+    ``(n_checkpoints, layers, heads, Dmax)``. The model's weights are restored afterwards.
+    """
+    if not checkpoints:
+        raise ValueError("no checkpoints: train with checkpoint_every > 0")
+    keep = {k: v.clone() for k, v in model.state_dict().items()}
+    steps, out = [], []
+    try:
+        for step, state in checkpoints:
+            model.load_state_dict(state)
+            steps.append(int(step))
+            out.append(hop_scores(attention_maps(model, batch.X), batch.hop_pos, batch.depth))
+    finally:
+        model.load_state_dict(keep)
+    return steps, np.stack(out)
+
+
+def heads_for_hop(scores: np.ndarray, hop: int, min_score: float = 0.25) -> list[tuple[int, int]]:
+    """The (layer, head) pairs that serve hop ``hop`` (1-based): every head whose hop score is at
+    least ``min_score``, or the best head when none is. ``scores``: ``(layers, heads, Dmax)``.
+
+    Introduced in ``03-head-emergence``.
+    """
+    scores = np.asarray(scores)
+    if scores.ndim != 3 or not 1 <= hop <= scores.shape[2]:
+        raise ValueError(f"scores must be (layers, heads, hops) and hop in 1..{scores.shape[-1]}")
+    s = scores[:, :, hop - 1]
+    heads = [(int(l), int(h)) for l, h in zip(*np.nonzero(s >= min_score))]
+    if not heads:
+        l, h = np.unravel_index(np.argmax(s), s.shape)
+        heads = [(int(l), int(h))]
+    return heads
