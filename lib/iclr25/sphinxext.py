@@ -81,9 +81,9 @@ class ChaptersDirective(_ResultsDirective):
         sources: dict[str, list[str]] = {}
         for r in results:
             for c in r.get("claims", []):
-                s = str(c.get("source") or "").strip()
-                if s and s not in sources.setdefault(r.get("chapter"), []):
-                    sources[r.get("chapter")].append(s)
+                for s in paper_refs(str(c.get("source") or "")):
+                    if s not in sources.setdefault(r.get("chapter"), []):
+                        sources[r.get("chapter")].append(s)
         srcdir = Path(self.env.srcdir)
         bib = "\n".join(p.read_text(errors="ignore") for p in _bib_files(self.env.config, srcdir))
         lines = ["| # | chapter | paper | reproduces | claims held / recorded |", "|---|---|---|---|---|"]
@@ -96,10 +96,31 @@ class ChaptersDirective(_ResultsDirective):
             if built and page.exists():
                 m = re.search(r"\{cite[a-z:]*\}`([^`,]+)", page.read_text(errors="ignore"))
                 cite = bib_citation(bib, m.group(1)) if m else ""
-            what = "; ".join(sources.get(c.slug, [])) or "-"
+            refs = sorted(sources.get(c.slug, []), key=_ref_order)
+            what = ", ".join(refs[:10]) + (", ..." if len(refs) > 10 else "") if refs else "-"
             lines.append(f"| {c.number} | {link} | {cite or '-'} | {_md_escape(what)} | "
                          f"{held.get(c.slug, '-')} |")
         return self._parse("\n".join(lines))
+
+
+_REF = re.compile(r"\b(Figs?|Fig|Tables?|Tab|Thm|Theorem|Sec|Eq|Alg|Algorithm|Cor|Corollary|Lemma|Prop)"
+                  r"\.?\s*([A-Z]?\d+(?:\.\d+)*)")
+_KIND = {"Figs": "Fig.", "Fig": "Fig.", "Tables": "Table", "Table": "Table", "Tab": "Table", "Thm": "Thm",
+         "Theorem": "Thm", "Sec": "Sec.", "Eq": "Eq.", "Alg": "Alg.", "Algorithm": "Alg.", "Cor": "Cor.",
+         "Corollary": "Cor.", "Lemma": "Lemma", "Prop": "Prop."}
+
+
+def paper_refs(source: str) -> list[str]:
+    """The paper's figures, tables, theorems ... a claim's ``source`` names, normalised
+    (``"Fig. 3a; Thm 4.2 (ours)"`` -> ``["Fig. 3", "Thm 4.2"]``); free text is left out."""
+    return [f"{_KIND[k]} {n}" for k, n in _REF.findall(source)]
+
+
+def _ref_order(ref: str):
+    kind, num = ref.split(" ", 1)
+    order = ["Fig.", "Table", "Thm", "Cor.", "Lemma", "Prop.", "Alg.", "Eq.", "Sec."]
+    parts = [int(x) if x.isdigit() else 0 for x in re.sub(r"[A-Z]", "", num).split(".")]
+    return (order.index(kind) if kind in order else len(order), parts)
 
 
 def _md_escape(text: str) -> str:

@@ -30,3 +30,13 @@ def test_remote_and_thebe_assets_are_dropped():
     assert _is_remote_or_thebe(js(None, 'const THEBE_JS_URL = "https://unpkg.com/thebe"'))
     assert not _is_remote_or_thebe(js("_static/pydata-sphinx-theme.js"))
     assert not _is_remote_or_thebe(js(None, "var DOCUMENTATION_OPTIONS = {}"))
+
+
+def test_paper_refs_keep_only_the_papers_figures_tables_and_theorems():
+    from iclr25.sphinxext import _ref_order, paper_refs
+
+    assert paper_refs("Fig. 3a; Thm 4.2 (ours), Sec. 4.1, Figs 2, Table 1") == \
+        ["Fig. 3", "Thm 4.2", "Sec. 4.1", "Fig. 2", "Table 1"]
+    assert paper_refs("ours (random-target sweep)") == []
+    assert sorted(["Sec. 5", "Fig. 12", "Fig. 3", "Table 2", "Thm 1"], key=_ref_order) == \
+        ["Fig. 3", "Fig. 12", "Table 2", "Thm 1", "Sec. 5"]
