@@ -24,7 +24,8 @@ from .configs import Config, config
 from .data import (HOTEL_TYPES, SCANNER_PANELS, ChoiceData, PlantedType, hotel_library,
                    load_expedia, load_scanner_panel, load_swissmetro, make_hotel_search,
                    train_test_split)
-from .experiments import budget_sweep, compare_models, uniform_nll
+from .experiments import (budget_sweep, compare_models, compare_with_baselines, plot_budget_sweep,
+                          subsample_split, uniform_nll)
 from .model import LogicLogit, LogicType, match_rules
 from .predicates import Predicate, PredicateLibrary, jaccard
 from .scoring import BACKENDS, default_backend, pack_predicates, rule_bits, score_rules
@@ -37,5 +38,6 @@ __all__ = [
     "BACKENDS", "default_backend", "score_rules", "pack_predicates", "rule_bits",
     "ChoiceModel", "NotFittedError", "softmax", "log_softmax", "fit_mixture_weights",
     "MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS",
-    "Config", "config", "compare_models", "budget_sweep", "uniform_nll",
+    "Config", "config", "compare_models", "budget_sweep", "uniform_nll", "subsample_split",
+    "compare_with_baselines", "plot_budget_sweep",
 ]
