@@ -270,3 +270,17 @@ def test_pyg_baseline_runs():
     for name in eg.PYG_EXPLAINERS:
         s = eg.pyg_edge_scores(m, g, a, name, epochs=5)
         assert s.shape == (len(a.layer_edges),) and np.isfinite(s).all()
+
+
+def test_fidelity_curves_rows_match_direct_fidelity():
+    g = small_graph(6)
+    m = eg.WeightedGCN(4, 5, 3, 2, "node", seed=0)
+    a = eg.explain_change(m, g, eg.Target("node", 1))
+    res = eg.fidelity_curves([(m, g, a)], k_max=2, seed=0, explainers=())
+    curves = res[~res.method.str.endswith("time")].set_index(["method", "K"])["KL"]
+    none = eg.fidelity_kl(m, g, a, [])
+    assert np.allclose(curves.xs("no edge (old prediction)"), none)
+    for K in (1, 2):
+        sel = eg.select(a.phi_layer, a.y_old, eg.softmax(a.y_new), K, "relax").index
+        assert np.isclose(curves[("layer edges (KL)", K)], eg.fidelity_kl(m, g, a, sel))
+        assert np.isclose(curves[("top-|Φ| layer edges", K)], eg.fidelity_kl(m, g, a, eg.top_abs(a.phi_layer, K)))

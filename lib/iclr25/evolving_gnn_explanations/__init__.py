@@ -18,7 +18,7 @@ Public API
 - configs per profile: :func:`attribution_run`, :func:`selection_run`, :func:`motif_run`.
 """
 
-from .baselines import (PYG_EXPLAINERS, integrated_gradients, pyg_edge_scores, random_choice,
+from .baselines import (PYG_EXPLAINERS, fidelity_curves, integrated_gradients, pyg_edge_scores, random_choice,
                         rank_input_edges, top_abs)
 from .configs import (AttributionConfig, MotifConfig, SelectionConfig, attribution_run, motif_run, selection_run)
 from .flows import (METHODS, Attribution, EdgeIndex, Paths, coalition_values, edge_index, explain_change,
@@ -39,5 +39,5 @@ __all__ = [
     "select", "Selection", "surrogate_kl", "fidelity_kl", "kl_divergence", "softmax", "layer_adjacencies",
     "input_to_layer_edges", "SOLVERS", "CARDINALITY",
     "integrated_gradients", "top_abs", "random_choice", "pyg_edge_scores", "rank_input_edges",
-    "PYG_EXPLAINERS", "AttributionConfig", "SelectionConfig", "MotifConfig", "attribution_run", "selection_run", "motif_run",
+    "PYG_EXPLAINERS", "fidelity_curves", "AttributionConfig", "SelectionConfig", "MotifConfig", "attribution_run", "selection_run", "motif_run",
 ]

@@ -13,7 +13,7 @@ from .graphs import EvolvingGraph
 from .model import WeightedGCN
 
 __all__ = ["integrated_gradients", "top_abs", "random_choice", "pyg_edge_scores", "rank_input_edges",
-           "PYG_EXPLAINERS"]
+           "PYG_EXPLAINERS", "fidelity_curves"]
 
 PYG_EXPLAINERS = ("gnnexplainer", "graphmask")
 
@@ -128,3 +128,47 @@ def rank_input_edges(att: Attribution, row_scores: np.ndarray, K: int) -> np.nda
     """The K input edges with the largest score (max over their layer-edge rows)."""
     s = np.array([row_scores[m].max() if len(m) else -np.inf for m in att.input_members])
     return np.sort(np.argsort(-s, kind="stable")[:K])
+
+
+_EXPLAINER_LABELS = {"gnnexplainer": "GNNExplainer", "graphmask": "GraphMaskExplainer"}
+
+
+def fidelity_curves(cases, k_max: int, seed: int = 0, pyg_epochs: int = 200,
+                    explainers=PYG_EXPLAINERS):
+    """Fig. 5 in shape (``16-evolving-gnn-explanations/02-layer-edges-vs-baselines``): for each
+    ``(model, graph, attribution)`` in ``cases`` and K = 1 ... ``k_max``, the fidelity KL of the
+    layer edges chosen by our KL selection, the input edges chosen the same way, each PyG explainer
+    in ``explainers`` (not for link heads), top-|Phi|, random layer edges and no edge at all. One
+    row per (instance, method, K), plus ``"<method> time"`` rows in seconds."""
+    import time
+
+    import pandas as pd
+
+    from ..progress import progress
+    from .selection import fidelity_kl, input_to_layer_edges, select, softmax
+
+    rows = []
+    for i, (m, g, att) in enumerate(progress(cases, desc="instances")):
+        p_new = softmax(att.y_new)
+        scores = {}
+        if att.target.kind != "link":
+            for name in explainers:
+                t0 = time.perf_counter()
+                scores[name] = pyg_edge_scores(m, g, att, name, epochs=pyg_epochs, seed=seed)
+                rows.append({"instance": i, "method": f"{name} time", "K": 0, "KL": time.perf_counter() - t0})
+        for K in range(1, min(k_max, len(att.layer_edges)) + 1):
+            t0 = time.perf_counter()
+            sel = {"layer edges (KL)": select(att.phi_layer, att.y_old, p_new, K, "relax").index}
+            rows.append({"instance": i, "method": "ours time", "K": K, "KL": time.perf_counter() - t0})
+            if K <= len(att.input_edges):
+                q = select(att.phi_input, att.y_old, p_new, K, "relax").index
+                sel["input edges (KL)"] = input_to_layer_edges(att, q)
+                for name, s in scores.items():
+                    sel[_EXPLAINER_LABELS[name]] = input_to_layer_edges(att, rank_input_edges(att, s, K))
+            sel["top-|Φ| layer edges"] = top_abs(att.phi_layer, K)
+            sel["random layer edges"] = random_choice(len(att.layer_edges), K, seed + 100 * i + K)
+            sel["no edge (old prediction)"] = []
+            for method, chosen in sel.items():
+                rows.append({"instance": i, "method": method, "K": K, "KL": fidelity_kl(m, g, att, chosen),
+                             "layer edges changed": len(chosen)})
+    return pd.DataFrame(rows)
