@@ -54,6 +54,67 @@ def test_kernels_agree_with_dense(backend):
     torch.testing.assert_close(ts.sampled_rowdot(idx, G, W, backend=backend), (G @ W.T).gather(1, idx))
     torch.testing.assert_close(ts.scatter_rows(idx, vals, G, n, backend=backend), Z.T @ G,
                                rtol=1e-5, atol=1e-5)
+    out = torch.full((n, d), float("nan"))      # written into a buffer: overwritten, then added
+    ts.scatter_rows(idx, vals, G, n, backend=backend, out=out)
+    torch.testing.assert_close(out, Z.T @ G, rtol=1e-5, atol=1e-5)
+    ts.scatter_rows(idx, vals, G, n, backend=backend, out=out, accumulate=True)
+    torch.testing.assert_close(out, 2 * Z.T @ G, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="out must have shape"):
+        ts.scatter_rows(idx, vals, G, n, backend=backend, out=torch.empty(n, d + 1))
+
+
+@pytest.mark.parametrize("k", [1, 5, 16])
+def test_blocked_topk_equals_torch_topk(k):
+    g = torch.Generator().manual_seed(k)
+    pre = torch.randn(64, 1024, generator=g)
+    vals, idx = kernels.topk_rows(pre, k)
+    ref_vals, ref_idx = pre.topk(k, dim=-1)
+    assert torch.equal(vals, ref_vals) and torch.equal(idx, ref_idx)
+    # heavy ties: the values must still be the k largest, each index distinct and pointing at them
+    tied = torch.randint(0, 20, (64, 1024), generator=g).float()
+    vals, idx = kernels.topk_rows(tied, k)
+    assert torch.equal(vals, tied.topk(k, dim=-1).values)
+    assert torch.equal(tied.gather(1, idx), vals)
+    assert all(len(set(row.tolist())) == k for row in idx)
+    # the block maxima miss nothing: plant the k largest entries all in one block
+    planted = torch.rand(8, 1024, generator=g)
+    planted[:, 64:64 + k] = 2 + torch.arange(k, dtype=torch.float32)
+    assert sorted(kernels.topk_rows(planted, k)[1][0].tolist()) == list(range(64, 64 + k))
+
+
+def test_blocked_topk_fallback_and_errors():
+    pre = torch.randn(5, 100)             # 100 is not a multiple of the block: torch.topk
+    for k in (1, 7, 100):
+        assert torch.equal(kernels.topk_rows(pre, k)[0], pre.topk(k, dim=-1).values)
+    with pytest.raises(ValueError, match="k must be in"):
+        kernels.topk_rows(pre, 0)
+    with pytest.raises(ValueError, match="batch, n"):
+        kernels.topk_rows(pre[0], 3)
+
+
+def test_fast_gradients_with_blocked_topk_and_buffer():
+    sae = ts.TopKSAE(12, 512, 4, auxk=20, seed=1)   # n = 512: the blocked top-k is used
+    with torch.no_grad():
+        sae.b_enc.normal_(0, 0.3)
+    x = torch.randn(25, 12)
+    dead = torch.arange(512) % 5 == 0
+    buf = torch.full((25, 512), float("nan"))
+    for p in sae.parameters():     # stale .grad buffers (NaN) are overwritten, never added to
+        p.grad = torch.full_like(p, float("nan"))
+    stats, idx, _ = ts.topk_loss_and_grads(sae, x, 0.8, dead, out=buf)
+    assert all(torch.isfinite(p.grad).all() for p in sae.parameters())
+    torch.testing.assert_close(buf, sae.pre_acts(x).detach())
+    assert torch.equal(idx, sae.encode(x)[0])
+    fast = {n: p.grad.clone() for n, p in sae.named_parameters()}
+    for p in sae.parameters():
+        p.grad = None
+    loss = ts.topk_loss_reference(sae, x, 0.8, dead)
+    loss.backward()
+    assert stats["loss"] == pytest.approx(float(loss), rel=1e-5)
+    for name, p in sae.named_parameters():
+        torch.testing.assert_close(fast[name], p.grad, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="out must be"):
+        ts.topk_loss_and_grads(sae, x, 0.8, out=torch.empty(24, 512))
 
 
 def test_triton_interpreter_matches_torch():
@@ -70,6 +131,15 @@ def test_triton_interpreter_matches_torch():
             torch.testing.assert_close(f(*args, backend="triton"), f(*args, backend="torch"))
         torch.testing.assert_close(kernels.scatter_rows(idx, vals, G, n, backend="triton"),
                                    kernels.scatter_rows(idx, vals, G, n, backend="torch"))
+        import iclr25.topk_sae as ts          # a whole training step on Triton's kernels
+        x, dead = torch.randn(9, d, generator=g), torch.arange(n) % 4 == 0
+        grads = {}
+        for be in ("triton", "torch"):
+            sae = ts.TopKSAE(d, n, 3, auxk=5, multi_topk=True, seed=2)
+            stats, _, _ = ts.topk_loss_and_grads(sae, x, 0.5, dead, backend=be)
+            grads[be] = [p.grad.clone() for p in sae.parameters()] + [torch.tensor(stats["loss"])]
+        for a, b in zip(grads["triton"], grads["torch"]):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
         print("OK")
     """)
     env = {**os.environ, "TRITON_INTERPRET": "1"}

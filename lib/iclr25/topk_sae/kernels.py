@@ -13,7 +13,7 @@ Each has a plain reference (dense, or gathers) and a fast path behind one functi
 
 ``"torch"``
     vectorised CPU/GPU torch: ``embedding_bag`` for decode, ``sparse.sampled_addmm`` for the
-    sampled product, a CSR ``sparse.mm`` for the scatter;
+    sampled product, a CSR ``addmm`` (into a reused buffer) for the scatter;
 ``"triton"``
     Triton kernels (:mod:`iclr25.topk_sae.triton_kernels`) on CUDA tensors, or on the CPU under
     Triton's interpreter (``TRITON_INTERPRET=1``), which is how the tests check their numerics;
@@ -30,8 +30,8 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-__all__ = ["BACKENDS", "default_backend", "check_code", "sparse_decode", "sampled_rowdot",
-           "scatter_rows", "SparsePattern"]
+__all__ = ["BACKENDS", "default_backend", "check_code", "topk_rows", "sparse_decode",
+           "sampled_rowdot", "scatter_rows", "SparsePattern"]
 
 BACKENDS = ("torch", "triton", "reference")
 
@@ -71,6 +71,33 @@ def check_code(idx: torch.Tensor, vals: torch.Tensor, n_latents: int) -> None:
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n_latents):
         raise ValueError(f"latent indices must lie in [0, {n_latents}); got "
                          f"{int(idx.min())}..{int(idx.max())}")
+
+
+def topk_rows(pre: torch.Tensor, k: int, *, block: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k largest entries of each row of ``pre`` (B, n), sorted: ``(values, indices)``, each (B, k).
+
+    Equal to ``pre.topk(k, dim=-1)`` (up to the order of ties), but faster on the CPU for
+    ``k << n``: split each row into blocks of ``block`` entries and take every block's maximum; the
+    k-th largest block maximum ``t`` is at most the row's k-th largest entry, because the k best
+    block maxima are k distinct entries. An entry above ``t`` therefore lies in one of the fewer
+    than k blocks whose maximum exceeds ``t``, so the top k of the row are among the entries of the
+    k best blocks. One pass of block maxima over the row, then a top-k over ``k * block``
+    candidates instead of ``n``. Falls back to ``torch.topk`` when ``n`` is not a multiple of
+    ``block`` or the candidates would not be fewer than ``n / 2``. Chapter 06.
+    """
+    if pre.dim() != 2:
+        raise ValueError(f"topk_rows takes a (batch, n) matrix; got shape {tuple(pre.shape)}")
+    B, n = pre.shape
+    k = int(k)
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n={n}]; got {k}")
+    if block < 2 or n % block or 2 * k * block > n or not pre.is_contiguous():
+        return pre.topk(k, dim=-1)
+    best = pre.view(B, n // block, block).amax(-1).topk(k, dim=-1, sorted=False).indices
+    cols = (best.unsqueeze(-1) * block
+            + torch.arange(block, device=pre.device)).reshape(B, k * block)
+    vals, j = pre.gather(1, cols).topk(k, dim=-1)
+    return vals, cols.gather(1, j)
 
 
 def sparse_decode(idx: torch.Tensor, vals: torch.Tensor, W_dec: torch.Tensor, *,
@@ -115,7 +142,8 @@ class SparsePattern:
     """The transpose of a (B, k) code's pattern, sorted by latent, reused by several scatters.
 
     ``scatter(c, Y)`` returns ``sum_{(b, j): idx[b, j] = i} c[b, j] * Y[b]`` for every latent i,
-    shape (n, d). Chapter 06.
+    shape (n, d): a CSR (n x B) matrix, one row per latent listing the tokens that selected it,
+    times ``Y``. Chapter 06.
     """
 
     def __init__(self, idx: torch.Tensor, n_latents: int) -> None:
@@ -130,25 +158,42 @@ class SparsePattern:
         self.tokens = torch.div(self.perm, k, rounding_mode="floor")
         self.counts = counts
 
-    def scatter(self, c: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    def scatter(self, c: torch.Tensor, Y: torch.Tensor, *, out: torch.Tensor | None = None,
+                accumulate: bool = False) -> torch.Tensor:
+        """The (n, d) scatter; written into ``out`` when given (added to it if ``accumulate``).
+
+        Writing into a buffer kept from step to step matters on the CPU: a fresh (n, d) result
+        is a large allocation whose pages the kernel faults in and zeroes on every step.
+        """
         B, _ = self.shape
         m = torch.sparse_csr_tensor(self.crow, self.tokens, c.reshape(-1)[self.perm],
                                     size=(self.n, B), check_invariants=False)
-        return torch.sparse.mm(m, Y)
+        if out is None:
+            return torch.sparse.mm(m, Y)
+        return torch.addmm(out, m, Y, beta=1.0 if accumulate else 0.0, out=out)
 
 
 def scatter_rows(idx: torch.Tensor, c: torch.Tensor, Y: torch.Tensor, n_latents: int, *,
-                 backend: str | None = None, pattern: SparsePattern | None = None) -> torch.Tensor:
+                 backend: str | None = None, pattern: SparsePattern | None = None,
+                 out: torch.Tensor | None = None, accumulate: bool = False) -> torch.Tensor:
     """``out[i] = sum_{(b, j): idx[b, j] = i} c[b, j] * Y[b]``, shape (n, d): the weight gradient
     of a sparse code (decoder: ``c = vals, Y = dL/dx_hat``; encoder: ``c = dL/dpre, Y = x - b_pre``).
-    Chapter 06."""
+
+    ``out``: an (n, d) tensor to write the result into (overwritten, or added to when
+    ``accumulate``); returned. Chapter 06."""
     check_code(idx, c, n_latents)
     be = _backend(backend, Y)
+    if out is not None and tuple(out.shape) != (n_latents, Y.shape[1]):
+        raise ValueError(f"out must have shape ({n_latents}, {Y.shape[1]}); got {tuple(out.shape)}")
+    if be == "torch":
+        pattern = pattern if pattern is not None else SparsePattern(idx, n_latents)
+        return pattern.scatter(c, Y, out=out, accumulate=accumulate)
     if be == "reference":
         z = torch.zeros(idx.shape[0], n_latents, dtype=c.dtype, device=c.device)
-        return z.scatter_add(1, idx, c).T @ Y
-    if be == "triton":
+        res = z.scatter_add(1, idx, c).T @ Y
+    else:
         from . import triton_kernels
-        return triton_kernels.scatter(idx, c, Y, n_latents)
-    pattern = pattern if pattern is not None else SparsePattern(idx, n_latents)
-    return pattern.scatter(c, Y)
+        res = triton_kernels.scatter(idx, c, Y, n_latents)
+    if out is None:
+        return res
+    return out.add_(res) if accumulate else out.copy_(res)

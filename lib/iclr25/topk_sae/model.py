@@ -78,7 +78,9 @@ class _SAEBase(nn.Module):
         if self.W_dec.grad is None:
             return
         g, W = self.W_dec.grad, self.W_dec
-        g.sub_((g * W).sum(dim=1, keepdim=True) * W)
+        n, d = W.shape
+        along = torch.bmm(g.view(n, 1, d), W.detach().view(n, d, 1)).view(n, 1)  # <g_i, W_i>
+        g.addcmul_(along, W, value=-1.0)
 
     @torch.no_grad()
     def init_b_pre_(self, sample: torch.Tensor, max_iter: int = 100) -> None:
