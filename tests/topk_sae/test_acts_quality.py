@@ -90,3 +90,60 @@ def test_unigram_explanations_exact():
     codes[[0, 4], 1] = 1.0
     out = Q.unigram_explanations(codes, tokens, codes, tokens, [0])
     assert out[0]["precision"] == 1.0 and out[0]["recall"] == 1.0 and out[0]["n_tokens"] == 1
+
+
+def test_effect_sparsity_closed_forms():
+    one = torch.zeros(3, 50)
+    one[1, 7] = 2.5                      # one logit of one position: 1 / (T V)
+    assert Q.effect_sparsity(one) == pytest.approx(1 / 150)
+    assert Q.effect_sparsity(one + torch.arange(3.0)[:, None]) == pytest.approx(1 / 150)  # shifts
+    g = torch.randn(4, 200_000, generator=torch.Generator().manual_seed(0))
+    assert Q.effect_sparsity(g) == pytest.approx(2 / np.pi, rel=0.01)   # (E|x|)^2 / E x^2
+    assert np.isnan(Q.effect_sparsity(torch.ones(2, 5)))
+    with pytest.raises(ValueError, match=r"\(T, V\)"):
+        Q.effect_sparsity(torch.ones(5))
+
+
+def test_ablation_effects_match_a_manual_edit(tiny_llama):
+    sae = ts.TopKSAE(16, 24, 4, seed=0)
+    with torch.no_grad():
+        sae.b_enc.fill_(0.5)             # every latent active: 4 ablations
+    ctx = np.random.default_rng(1).integers(0, 50, size=12)
+    lat, act, diffs = Q.ablation_effects(tiny_llama, sae, ctx, 1, 5, scale=2.0, n_future=4)
+    assert len(lat) == 4 and diffs.shape == (4, 4, 50) and (act > 0).all()
+    ids = torch.from_numpy(ctx[:9]).long()[None]
+    with torch.no_grad():
+        clean = tiny_llama(input_ids=ids).logits[0, 5:9]
+        h = tiny_llama(input_ids=ids, output_hidden_states=True).hidden_states[2][0, 5]
+    with torch.no_grad():
+        idx, vals = sae.encode(h[None] * 2.0)
+    assert sorted(lat.tolist()) == sorted(idx[0].tolist())
+    j = int(lat[0])
+    v = float(vals[0][idx[0] == j][0])
+    block = tiny_llama.model.layers[1]
+
+    def edit(mod, args, out):           # brute force: subtract latent j's contribution by hand
+        hh = out[0] if isinstance(out, tuple) else out
+        hh = hh.clone()
+        hh[0, 5] -= v * sae.W_dec[j].detach() / 2.0
+        return (hh,) + tuple(out[1:]) if isinstance(out, tuple) else hh
+
+    handle = block.register_forward_hook(edit)
+    try:
+        with torch.no_grad():
+            edited = tiny_llama(input_ids=ids).logits[0, 5:9]
+    finally:
+        handle.remove()
+    torch.testing.assert_close(diffs[0], edited - clean, rtol=1e-4, atol=1e-5)
+    df = Q.ablation_sparsity(tiny_llama, sae, np.stack([ctx, ctx[::-1]]), 1, [3, 6], scale=2.0,
+                             n_future=3, max_latents=2, desc=None)
+    assert len(df) == 2 * 2 * 2 and df["sparsity"].between(0, 1).all()
+    with pytest.raises(ValueError, match="position must be in"):
+        Q.ablation_effects(tiny_llama, sae, ctx, 1, 12)
+
+
+def test_ablation_skips_outlier_tokens(tiny_llama):
+    sae = ts.TopKSAE(16, 24, 4, seed=0)
+    ctx = np.arange(10) % 50
+    lat, act, diffs = Q.ablation_effects(tiny_llama, sae, ctx, 1, 4, max_norm=0.0)
+    assert len(lat) == 0 and diffs.shape[0] == 0

@@ -23,6 +23,18 @@ def _sae(**kw):
     return sae
 
 
+def _assert_grads_match_autograd(sae, x, dead, stats):
+    """The .grad fields topk_loss_and_grads left equal autograd's through the dense reference."""
+    fast = {n: p.grad.clone() for n, p in sae.named_parameters()}
+    for p in sae.parameters():
+        p.grad = None
+    loss = ts.topk_loss_reference(sae, x, 0.8, dead)
+    loss.backward()
+    assert stats["loss"] == pytest.approx(float(loss), rel=1e-5)
+    for name, p in sae.named_parameters():
+        torch.testing.assert_close(fast[name], p.grad, rtol=1e-4, atol=1e-6)
+
+
 def test_topk_code_has_k_entries_and_matches_brute_force():
     sae = _sae()
     x = torch.randn(30, 12)
@@ -105,14 +117,7 @@ def test_fast_gradients_with_blocked_topk_and_buffer():
     assert all(torch.isfinite(p.grad).all() for p in sae.parameters())
     torch.testing.assert_close(buf, sae.pre_acts(x).detach())
     assert torch.equal(idx, sae.encode(x)[0])
-    fast = {n: p.grad.clone() for n, p in sae.named_parameters()}
-    for p in sae.parameters():
-        p.grad = None
-    loss = ts.topk_loss_reference(sae, x, 0.8, dead)
-    loss.backward()
-    assert stats["loss"] == pytest.approx(float(loss), rel=1e-5)
-    for name, p in sae.named_parameters():
-        torch.testing.assert_close(fast[name], p.grad, rtol=1e-4, atol=1e-6)
+    _assert_grads_match_autograd(sae, x, dead, stats)
     with pytest.raises(ValueError, match="out must be"):
         ts.topk_loss_and_grads(sae, x, 0.8, out=torch.empty(24, 512))
 
@@ -155,14 +160,7 @@ def test_fast_gradients_equal_autograd(multi, with_dead):
     x = torch.randn(25, 12)
     dead = (torch.arange(40) % 3 == 0) if with_dead else None
     stats, idx, vals = ts.topk_loss_and_grads(sae, x, 0.8, dead)
-    fast = {n: p.grad.clone() for n, p in sae.named_parameters()}
-    for p in sae.parameters():
-        p.grad = None
-    loss = ts.topk_loss_reference(sae, x, 0.8, dead)
-    loss.backward()
-    assert stats["loss"] == pytest.approx(float(loss), rel=1e-5)
-    for name, p in sae.named_parameters():
-        torch.testing.assert_close(fast[name], p.grad, rtol=1e-4, atol=1e-6)
+    _assert_grads_match_autograd(sae, x, dead, stats)
 
 
 def test_decoder_projection_and_normalisation():
@@ -286,3 +284,6 @@ def test_configs_every_profile():
     for make in (configs.synthetic, configs.dead_latents, configs.scaling, configs.quality):
         for p in ("smoke", "book", "paper"):
             make(p)
+    cfg = configs.scaling("book", ns=(512, 2048, 4608), n_steps=100)
+    # lr x steps is the same for every n: steps grow as sqrt(n / smallest n)
+    assert [cfg.steps_for(n) for n in cfg.ns] == [100, 200, 300]

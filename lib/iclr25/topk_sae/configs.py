@@ -8,6 +8,7 @@ needs hours on a CPU or a GPU.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..profiles import make_config
@@ -61,7 +62,7 @@ class ScalingConfig:
     ctx: int               # context length (paper: 64)
     ns: tuple              # dictionary sizes
     ks: tuple              # k values
-    n_steps: int
+    n_steps: int           # Adam steps of the smallest dictionary; see steps_for
     batch_size: int
     auxk: int
     dead_tokens: int
@@ -69,6 +70,15 @@ class ScalingConfig:
     outlier_factor: float  # rows with norm > factor x median are dropped (massive activations)
     lr_scale: float = 3.0  # multiplies default_lr(n) (2e-4 / sqrt(n / 2^14)); short runs want more
     seed: int = 0
+
+    def steps_for(self, n: int) -> int:
+        """Steps for a dictionary of ``n`` latents: ``n_steps * sqrt(n / min(ns))``.
+
+        The learning rate falls as ``1/sqrt(n)``, so equal steps would leave the largest
+        dictionaries the least trained and bend the NMSE curve up at large n; growing the steps
+        as ``sqrt(n)`` keeps ``lr x steps`` the same for every n.
+        """
+        return int(round(self.n_steps * math.sqrt(int(n) / min(self.ns))))
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,10 @@ class QualityConfig:
     dead_tokens: int
     test_ks: tuple         # test-time k for the progressive-code curve
     n_explain: int         # latents explained with N2G
-    ablation_contexts: int
+    ablation_contexts: int  # contexts whose tokens get single-latent ablations (Sec. 4.5)
+    ablation_positions: tuple  # the token positions ablated in each context
+    ablation_future: int   # T: logits compared at the ablated token and the T - 1 after it
+    ablation_latents: int  # at most this many active latents ablated per token (most active)
     outlier_factor: float
     lr_scale: float = 3.0  # multiplies default_lr(n)
     seed: int = 0
@@ -100,11 +113,12 @@ _DEAD_BOOK = dict(n_tokens=40000, d_model=64, n_features=2048, mean_active=8.0,
                   n_multiples=(4, 16, 32), k=8, auxk=128, dead_tokens=20000, n_steps=800,
                   batch_size=1024, lr=3e-3)
 _SCALE_BOOK = dict(n_tokens=30000, n_eval=4000, layer=15, ctx=64, ns=(512, 1024, 2048, 4096),
-                   ks=(8, 16, 32), n_steps=200, batch_size=1024, auxk=256,
+                   ks=(8, 16, 32), n_steps=160, batch_size=1024, auxk=256,
                    dead_tokens=100000, splice_contexts=32, outlier_factor=8.0)
 _QUAL_BOOK = dict(n_tokens=30000, n_eval=4000, layer=15, ctx=64, n_latents=4096, k=32,
                   n_steps=300, batch_size=1024, auxk=256, dead_tokens=100000,
                   test_ks=(8, 16, 32, 64, 128), n_explain=64, ablation_contexts=4,
+                  ablation_positions=(16, 32, 48), ablation_future=8, ablation_latents=32,
                   outlier_factor=8.0)
 
 RUNS = {
@@ -134,11 +148,13 @@ RUNS = {
     "quality": {
         "smoke": {**_QUAL_BOOK, "n_tokens": 2048, "n_eval": 512, "n_latents": 1024,
                   "n_steps": 100, "batch_size": 256, "test_ks": (8, 32, 128), "n_explain": 16,
-                  "ablation_contexts": 2, "dead_tokens": 4096},
+                  "ablation_contexts": 2, "ablation_positions": (16, 40), "ablation_latents": 16,
+                  "dead_tokens": 4096},
         "book": _QUAL_BOOK,
         "paper": {**_QUAL_BOOK, "n_tokens": 2_000_000, "n_eval": 50000, "n_latents": 32768,
                   "n_steps": 4000, "batch_size": 4096, "auxk": 512, "dead_tokens": 10_000_000,
-                  "n_explain": 512, "ablation_contexts": 32, "lr_scale": 1.0},
+                  "n_explain": 512, "ablation_contexts": 32,
+                  "ablation_positions": (8, 16, 24, 32, 40, 48), "lr_scale": 1.0},
     },
 }
 
