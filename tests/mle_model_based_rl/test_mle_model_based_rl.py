@@ -74,6 +74,29 @@ def test_backends_agree_on_larger_random_models():
         np.testing.assert_array_equal(out[b][1], out["loop"][1], err_msg=b)
 
 
+
+@pytest.mark.parametrize("backend", ["numba", "batched", "loop"])
+def test_every_backend_rejects_bad_transitions(backend):
+    # the numba path validates P inside its kernel; it must refuse what check_transitions refuses
+    P = np.full((2, 3, 2, 3), 1 / 3)
+    r = np.zeros((3, 2))
+    rows = ([-1e-6, 0.5, 0.5 + 1e-6],         # a negative entry (the row sums to 1)
+            [1 / 3 + 1e-4, 1 / 3, 1 / 3],       # a row off by 1e-4
+            [np.nan, 0.5, 0.5])
+    for row in rows:
+        Q = P.copy()
+        Q[1, 2, 1] = row
+        with pytest.raises(ValueError, match="probability vectors"):
+            mb.value_iteration(Q, r, 4, backend=backend)
+    many = np.broadcast_to(P[:1], (40, 3, 2, 3)).copy()    # one bad row in one model of many
+    many[37, 1, 0] = [0.5, 0.5, 0.5]
+    with pytest.raises(ValueError, match="probability vectors"):
+        mb.value_iteration(many, r, 4, backend=backend)
+    ok = P.copy()
+    ok[0, 0, 0] += np.array([5e-7, 0.0, 0.0])   # within np.allclose's tolerance: accepted
+    assert mb.value_iteration(ok, r, 4, backend=backend)[0].shape == (2, 5, 3)
+
+
 @pytest.mark.parametrize("stochastic_policy", [False, True])
 def test_value_and_variance_match_trajectory_enumeration(stochastic_policy):
     S, A, H = 3, 2, 3

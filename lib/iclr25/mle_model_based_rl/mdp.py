@@ -26,30 +26,69 @@ except ImportError:  # pragma: no cover
     _numba = None
 
 
+def _vi_one_model(Pm, rf, H, V, pi):
+    """Backward induction in one model ``Pm`` [S, A, S], into ``V`` [H+1, S] and ``pi`` [H, S].
+
+    Also validates ``Pm`` on the way and returns False if a row has a negative (or NaN) entry or
+    does not sum to 1 within ``np.allclose``'s tolerance, so the fast path reads P only once.
+    """
+    S, A, _ = Pm.shape
+    SA = S * A
+    Pf = Pm.reshape(SA, S)
+    Pt = np.empty((S, SA))      # next-state major: the inner loop runs over (s, a), vectorised
+    Q = np.empty(SA)
+    v_next = np.zeros(S)
+    ok = True
+    for j in range(SA):
+        total = 0.0
+        for t in range(S):
+            p = Pf[j, t]
+            ok = ok and p >= -1e-12
+            total += p
+            Pt[t, j] = p
+        ok = ok and abs(total - 1.0) <= 1e-8 + 1e-5
+    for h in range(H - 1, -1, -1):
+        for j in range(SA):
+            Q[j] = rf[j]
+        for t in range(S):       # Q += P[:, :, t] * V_{h+1}(t)
+            v = v_next[t]
+            for j in range(SA):
+                Q[j] += Pt[t, j] * v
+        for s in range(S):
+            best = Q[s * A]
+            arg = 0
+            for a in range(1, A):
+                if Q[s * A + a] > best:  # strict: ties go to the lowest action, as elsewhere
+                    best = Q[s * A + a]
+                    arg = a
+            v_next[s] = best
+            V[h, s] = best
+            pi[h, s] = arg
+    return ok
+
+
 def _vi_numba_kernel(P, r, H):
     M, S, A, _ = P.shape
     V = np.zeros((M, H + 1, S))
     pi = np.zeros((M, H, S), dtype=np.int64)
+    rf = r.reshape(S * A)
+    ok = True
     for m in range(M):
-        for h in range(H - 1, -1, -1):
-            for s in range(S):
-                best = -np.inf
-                arg = 0
-                for a in range(A):
-                    q = r[s, a]
-                    for t in range(S):
-                        q += P[m, s, a, t] * V[m, h + 1, t]
-                    if q > best:  # strict: ties go to the lowest action, as in the other paths
-                        best = q
-                        arg = a
-                V[m, h, s] = best
-                pi[m, h, s] = arg
-    return V, pi
+        ok = _vi_one(P[m], rf, H, V[m], pi[m]) and ok
+    return V, pi, ok
 
 
-# one thread (the machines this book runs on are shared); fastmath lets the inner sum vectorise,
-# so values agree with the numpy paths to rounding, not bit for bit
-_vi_numba = _numba.njit(cache=True, fastmath=True)(_vi_numba_kernel) if _numba is not None else None
+# One thread: the two cores of the machines this book runs on share one physical core, and a
+# threaded version measured no faster. Fast-math without "no NaNs / no infs", so the validation
+# still sees a NaN; values agree with the numpy paths to rounding, not bit for bit.
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp", "afn"}
+if _numba is not None:
+    _vi_one = _numba.njit(cache=True, fastmath=_FASTMATH, error_model="numpy")(_vi_one_model)
+    _vi_numba = _numba.njit(cache=True, fastmath=_FASTMATH, error_model="numpy")(_vi_numba_kernel)
+else:  # pragma: no cover
+    _vi_numba = None
+
+_BAD_P = "{name}[..., s, a, :] must be probability vectors (non-negative, summing to 1)"
 
 
 def check_transitions(P: np.ndarray, *, name: str = "P") -> np.ndarray:
@@ -62,7 +101,7 @@ def check_transitions(P: np.ndarray, *, name: str = "P") -> np.ndarray:
         raise ValueError(f"{name} must have shape [..., S, A, S] (next-state axis last, same S), "
                          f"got {P.shape}")
     if np.any(P < -1e-12) or not np.allclose(P.sum(-1), 1.0, atol=1e-8):
-        raise ValueError(f"{name}[..., s, a, :] must be probability vectors (non-negative, summing to 1)")
+        raise ValueError(_BAD_P.format(name=name))
     return P
 
 
@@ -225,25 +264,29 @@ def value_iteration(P: np.ndarray, r: np.ndarray, H: int, *, backend: str = "aut
     Introduced in notebook ``04-mle-model-based-rl/01-mle-version-space``; benchmarked in
     ``benchmarks/bench_mle_model_based_rl.py``.
     """
-    P = check_transitions(P)
+    if backend == "auto":
+        backend = "numba" if _vi_numba is not None else "batched"
+    if backend not in VI_BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(VI_BACKENDS)}")
+    if backend == "numba" and _vi_numba is None:
+        raise ValueError("backend 'numba' needs numba installed; use 'batched'")
+    # the compiled path checks the rows of P inside its kernel, in the same pass that reads them
+    P = np.asarray(P, dtype=float) if backend == "numba" else check_transitions(P)
     if P.ndim == 3:
         P = P[None]
-    if P.ndim != 4:
+    if P.ndim != 4 or P.shape[-1] != P.shape[-3]:
         raise ValueError(f"P must be [M, S, A, S] or [S, A, S], got {P.shape}")
     r = _check_reward(r, P.shape[1], P.shape[2])
     if int(H) != H or H < 1:
         raise ValueError(f"horizon H must be a positive integer, got {H}")
-    if backend == "auto":
-        backend = "numba" if _vi_numba is not None else "batched"
     if backend == "numba":
-        if _vi_numba is None:
-            raise ValueError("backend 'numba' needs numba installed; use 'batched'")
-        return _vi_numba(np.ascontiguousarray(P), np.ascontiguousarray(r), int(H))
+        V, pi, ok = _vi_numba(np.ascontiguousarray(P), np.ascontiguousarray(r), int(H))
+        if not ok:
+            raise ValueError(_BAD_P.format(name="P"))
+        return V, pi
     if backend == "batched":
         return _vi_batched(P, r, int(H))
-    if backend == "loop":
-        return _vi_loop(P, r, int(H))
-    raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(VI_BACKENDS)}")
+    return _vi_loop(P, r, int(H))
 
 
 def _policy_stack(pi, M, H, S, A):
