@@ -284,3 +284,50 @@ def test_fidelity_curves_rows_match_direct_fidelity():
         sel = eg.select(a.phi_layer, a.y_old, eg.softmax(a.y_new), K, "relax").index
         assert np.isclose(curves[("layer edges (KL)", K)], eg.fidelity_kl(m, g, a, sel))
         assert np.isclose(curves[("top-|Φ| layer edges", K)], eg.fidelity_kl(m, g, a, eg.top_abs(a.phi_layer, K)))
+
+
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_incremental_forward_equals_full_pass(L):
+    rng = np.random.default_rng(L)
+    n = 60
+    e = np.array([(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.06])
+    W0 = eg.raw_weights(e, n, rng.uniform(0.5, 1.5, len(e)))
+    W1 = eg.evolve(W0, "edit", n_add=2, n_remove=1, seed=L)
+    A0, A1 = eg.normalize_adjacency(W0), eg.normalize_adjacency(W1)
+    X = rng.standard_normal((n, 5))
+    Ws = [rng.standard_normal((5 if l == 0 else 7, 7)) for l in range(L)]
+    Hs0, Y0 = eg.forward_numpy(Ws, X, A0)
+    Hs1, Y1 = eg.forward_numpy(Ws, X, A1)
+    changed = np.flatnonzero(np.abs(A1 - A0).sum(1).A1 > 0)
+    assert 0 < len(changed) < n                    # a local change, not the whole graph
+    Hu, Yu = eg.forward_numpy_update(Ws, X, A0, A1, Hs0, Y0, changed)
+    np.testing.assert_array_equal(Yu, Y1)          # bit for bit, not just close
+    for a, b in zip(Hu, Hs1):
+        np.testing.assert_array_equal(a, b)
+    Hn, Yn = eg.forward_numpy_update(Ws, X, A0, A0, Hs0, Y0, np.zeros(0, int))
+    np.testing.assert_array_equal(Yn, Y0)          # nothing changed: nothing recomputed
+
+
+def test_edge_index_matches_brute_force():
+    rng = np.random.default_rng(5)
+    n = 30
+    A0 = sp.random(n, n, density=0.1, random_state=1, format="coo")
+    A1 = sp.random(n, n, density=0.1, random_state=2, format="coo")
+    A1 = sp.coo_matrix((np.r_[A1.data, 0.25], (np.r_[A1.row, A1.row[:1]], np.r_[A1.col, A1.col[:1]])),
+                       shape=(n, n))                      # a duplicate entry, summed
+    ei = eg.edge_index(A0, A1)
+    d0, d1 = A0.todok(), sp.csr_matrix(A1).todok()
+    edges = sorted(set(d0.keys()) | set(d1.keys()))       # (dst, src), dst-major
+    assert list(zip(ei.dst.tolist(), ei.src.tolist())) == edges
+    np.testing.assert_allclose(ei.w0, [d0.get(e, 0.0) for e in edges])
+    np.testing.assert_allclose(ei.w1, [d1.get(e, 0.0) for e in edges])
+    for v in range(n):                                    # in- and out-neighbour slots
+        assert sorted(ei.src[ei.indptr_in[v]:ei.indptr_in[v + 1]].tolist()) == \
+            sorted(s for d, s in edges if d == v)
+        out = ei.out_order[ei.indptr_out[v]:ei.indptr_out[v + 1]]
+        assert (ei.src[out] == v).all() and ei.dst[out].tolist() == sorted(d for d, s in edges if s == v)
+    big = rng.integers(0, 70_000, 5000)                   # beyond uint16: the int64 path
+    from iclr25.evolving_gnn_explanations.flows import _stable_order
+    np.testing.assert_array_equal(_stable_order(big, 70_000), np.argsort(big, kind="stable"))
+    small = rng.integers(0, 300, 5000)
+    np.testing.assert_array_equal(_stable_order(small, 300), np.argsort(small, kind="stable"))

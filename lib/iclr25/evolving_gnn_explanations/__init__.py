@@ -26,14 +26,14 @@ from .flows import (METHODS, Attribution, EdgeIndex, Paths, coalition_values, ed
 from .graphs import (EVOLVE_SCHEMES, MOTIFS, NETWORKX_GRAPHS, EvolvingGraph, ba_motif_pair, evolve,
                      load_edge_list, molecule_like, networkx_graph, normalize_adjacency, raw_weights,
                      sbm_evolving, window_evolution)
-from .model import HEADS, Target, WeightedGCN, forward_numpy, train_gcn
+from .model import HEADS, Target, WeightedGCN, forward_numpy, forward_numpy_update, train_gcn
 from .selection import (CARDINALITY, SOLVERS, Selection, fidelity_kl, input_to_layer_edges, kl_divergence,
                         layer_adjacencies, select, softmax, surrogate_kl)
 
 __all__ = [
     "EvolvingGraph", "sbm_evolving", "evolve", "window_evolution", "molecule_like", "networkx_graph",
     "ba_motif_pair", "load_edge_list", "normalize_adjacency", "raw_weights", "EVOLVE_SCHEMES", "MOTIFS",
-    "NETWORKX_GRAPHS", "WeightedGCN", "Target", "train_gcn", "forward_numpy", "HEADS",
+    "NETWORKX_GRAPHS", "WeightedGCN", "Target", "train_gcn", "forward_numpy", "forward_numpy_update", "HEADS",
     "explain_change", "message_flows", "coalition_values", "shapley_from_values", "shapley_bruteforce",
     "relu_multipliers", "edge_index", "EdgeIndex", "Paths", "Attribution", "METHODS",
     "select", "Selection", "surrogate_kl", "fidelity_kl", "kl_divergence", "softmax", "layer_adjacencies",

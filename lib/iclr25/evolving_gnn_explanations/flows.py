@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .graphs import EvolvingGraph
-from .model import Target, WeightedGCN, forward_numpy
+from .model import Target, WeightedGCN, forward_numpy, forward_numpy_update
 
 __all__ = ["EdgeIndex", "edge_index", "Paths", "message_flows", "relu_multipliers",
            "coalition_values", "shapley_from_values", "shapley_bruteforce", "Attribution",
@@ -78,25 +78,42 @@ class EdgeIndex:
         return sp.csr_matrix((w, (self.dst, self.src)), shape=(self.n, self.n))
 
 
+def _stable_order(values: np.ndarray, n: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for integers in ``[0, n)``: numpy radix-sorts 8- and
+    16-bit integers in linear time, so small graphs take that path."""
+    if n <= np.iinfo(np.uint16).max + 1:
+        values = values.astype(np.uint16)
+    return np.argsort(values, kind="stable")
+
+
+def _coalesced_keys(A: sp.csr_matrix, n: int):
+    """Row-major keys ``dst * n + src`` (sorted) and data of a coalesced CSR matrix."""
+    A = sp.csr_matrix(A, copy=True)
+    A.sum_duplicates()                      # also sorts the column indices of every row
+    rows = np.repeat(np.arange(A.shape[0], dtype=np.int64), np.diff(A.indptr))
+    return rows * n + A.indices, A.data
+
+
 def edge_index(A0: sp.spmatrix, A1: sp.spmatrix, atol: float = 1e-12) -> EdgeIndex:
     """Build the :class:`EdgeIndex` of two snapshots (``A[k, j]``: message ``j -> k``)."""
-    A0, A1 = sp.csr_matrix(A0), sp.csr_matrix(A1)
-    A0.sum_duplicates()
-    A1.sum_duplicates()
-    A0, A1 = A0.tocoo(), A1.tocoo()
     if A0.shape != A1.shape or A0.shape[0] != A0.shape[1]:
         raise ValueError(f"A0 and A1 must be square and of one shape, got {A0.shape} and {A1.shape}")
     n = A0.shape[0]
-    keys = np.sort(np.r_[A0.row.astype(np.int64) * n + A0.col, A1.row.astype(np.int64) * n + A1.col])
+    k0, d0 = _coalesced_keys(A0, n)
+    k1, d1 = _coalesced_keys(A1, n)
+    # both key lists are sorted: a stable sort of their concatenation is a linear-time merge
+    keys = np.sort(np.r_[k0, k1], kind="stable")
     keys = keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
     dst, src = keys // n, keys % n
-    def weights(A):  # A is coalesced (no duplicate entries), so plain assignment is exact
+
+    def weights(k, d):  # coalesced: no duplicate keys, so plain assignment is exact
         w = np.zeros(len(keys))
-        w[np.searchsorted(keys, A.row.astype(np.int64) * n + A.col)] = A.data
+        w[np.searchsorted(keys, k)] = d
         return w
-    w0, w1 = weights(A0), weights(A1)
+
+    w0, w1 = weights(k0, d0), weights(k1, d1)
     indptr_in = np.searchsorted(dst, np.arange(n + 1))
-    out_order = np.argsort(src * n + dst, kind="stable")
+    out_order = _stable_order(src, n)   # keys are dst-major: a stable sort by src gives (src, dst)
     indptr_out = np.searchsorted(src[out_order], np.arange(n + 1))
     return EdgeIndex(n, src, dst, w0, w1, np.abs(w1 - w0) > atol, indptr_in, out_order, indptr_out)
 
@@ -210,11 +227,21 @@ def relu_multipliers(H_old: np.ndarray, H_new: np.ndarray):
     return _ratio(r(H_new) - r(H_old), H_new - H_old), _ratio(r(H_new), H_new), _ratio(r(H_old), H_old)
 
 
-def _setup(model_or_weights, graph: EvolvingGraph, paths: Paths | None = None):
+def _setup(model_or_weights, graph: EvolvingGraph, paths: Paths | None = None,
+           ei: EdgeIndex | None = None):
     Ws = model_or_weights.numpy_weights() if isinstance(model_or_weights, WeightedGCN) else \
         [np.asarray(w, dtype=np.float64) for w in model_or_weights]
     Hs0, Y0 = forward_numpy(Ws, graph.X, graph.A0)
-    Hs1, Y1 = forward_numpy(Ws, graph.X, graph.A1)
+    if ei is None:
+        Hs1, Y1 = forward_numpy(Ws, graph.X, graph.A1)
+    else:  # only the neighbourhood of the change is recomputed (equal to the full pass)
+        moved = ei.dst[ei.w0 != ei.w1]
+
+        def out_neighbours(nodes):
+            return ei.dst[_expand(nodes, ei.indptr_out, ei.out_order)[1]]
+
+        Hs1, Y1 = forward_numpy_update(Ws, graph.X, graph.A0, graph.A1, Hs0, Y0, moved,
+                                       out_neighbours)
     mult = []  # hidden layers 1..L-1; only the rows that flows pass through are needed
     for l, (h0, h1) in enumerate(zip(Hs0, Hs1)):
         if paths is None:
@@ -381,12 +408,15 @@ def explain_change(model: WeightedGCN, graph: EvolvingGraph, target: Target | No
     tg = {"node": [target.index] if target.kind == "node" else None, "graph": None,
           "link": list(target.index) if target.kind == "link" else None}[target.kind]
     paths = message_flows(ei, L, tg, method=method)
-    Ws, Y0, Y1, mult = _setup(model, graph, paths)
-    with np.errstate(all="ignore"):
-        import torch
-        with torch.no_grad():
-            y_old = model.readout(torch.from_numpy(Y0), target).numpy()
-            y_new = model.readout(torch.from_numpy(Y1), target).numpy()
+    Ws, Y0, Y1, mult = _setup(model, graph, paths, ei)
+    if target.kind == "graph":   # the mean readout, without a round trip through torch
+        y_old, y_new = Y0.mean(0), Y1.mean(0)
+    else:
+        with np.errstate(all="ignore"):
+            import torch
+            with torch.no_grad():
+                y_old = model.readout(torch.from_numpy(Y0), target).numpy()
+                y_new = model.readout(torch.from_numpy(Y1), target).numpy()
     read = _readout(model, target, graph.n_nodes)
     if method == "vectorised":
         V = coalition_values(Ws, graph.X, ei, paths, mult) if len(paths) else np.zeros((0, 2 ** L, Ws[-1].shape[1]))

@@ -19,7 +19,8 @@ import torch
 from ..progress import progress
 from .graphs import EvolvingGraph
 
-__all__ = ["WeightedGCN", "HEADS", "Target", "to_torch_sparse", "forward_numpy", "train_gcn"]
+__all__ = ["WeightedGCN", "HEADS", "Target", "to_torch_sparse", "forward_numpy",
+           "forward_numpy_update", "train_gcn"]
 
 HEADS = ("node", "graph", "link")
 
@@ -119,6 +120,44 @@ def forward_numpy(Ws: Sequence[np.ndarray], X: np.ndarray, adjs) -> tuple[list[n
             Hs.append(h)
             h = np.maximum(h, 0.0)
         h = adjs[l] @ (h @ Ws[l])
+    return Hs, np.asarray(h)
+
+
+def forward_numpy_update(Ws: Sequence[np.ndarray], X: np.ndarray, A_old, A_new, Hs_old, Y_old,
+                         changed_dst: np.ndarray, out_neighbours=None
+                         ) -> tuple[list[np.ndarray], np.ndarray]:
+    """:func:`forward_numpy` on ``A_new`` given the pass ``(Hs_old, Y_old)`` on ``A_old``,
+    recomputing only the rows that can differ.
+
+    At layer 1 those are the nodes whose incoming weights changed (``changed_dst``: every ``k``
+    with ``A_new[k] != A_old[k]``); at each later layer, those plus every node fed by a node whose
+    row changed below. ``out_neighbours(nodes)`` returns the nodes they feed (in either snapshot;
+    a superset is fine); by default it is read off ``|A_old| + |A_new|``. Each recomputed row is
+    summed exactly as in the full pass, so the result equals ``forward_numpy(Ws, X, A_new)``
+    bit for bit, at a cost that follows the L-hop neighbourhood of the change. Chapter 16.
+    """
+    A_new = sp.csr_matrix(A_new)
+    if out_neighbours is None:
+        feeds = (abs(sp.csr_matrix(A_old)) + abs(A_new)).T.tocsr()   # row j: the nodes j feeds
+        out_neighbours = lambda nodes: feeds[nodes].indices
+    L = len(Ws)
+    n = A_new.shape[0]
+    seed = np.zeros(n, bool)
+    seed[np.asarray(changed_dst, dtype=np.int64)] = True
+    Hs, h = [], np.asarray(X, dtype=np.float64)
+    moved = np.zeros(0, np.int64)            # rows of this layer's input that differ
+    for l in range(L):
+        if l > 0:
+            Hs.append(h)
+            h = np.maximum(h, 0.0)
+        rows = seed.copy()
+        if len(moved):
+            rows[out_neighbours(moved)] = True
+        rows = np.flatnonzero(rows)
+        out = (Hs_old[l] if l < L - 1 else np.asarray(Y_old)).copy()
+        if len(rows):
+            out[rows] = A_new[rows] @ (h @ Ws[l])
+        moved, h = rows, out
     return Hs, np.asarray(h)
 
 
