@@ -146,6 +146,9 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         self.resid_drop = nn.Dropout(cfg.dropout)
         self.attn_drop = nn.Dropout(cfg.dropout)
+        # the causal mask, built once (not saved in the state dict)
+        self.register_buffer("future", torch.ones(cfg.max_len, cfg.max_len, dtype=torch.bool).triu(1),
+                             persistent=False)
 
     def forward(self, x: torch.Tensor, return_attn: bool = False):
         B, T, D = x.shape
@@ -153,9 +156,8 @@ class CausalSelfAttention(nn.Module):
         q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
         attn = None
         if return_attn:
-            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
-            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-            attn = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
+            scores = torch.matmul(q, k.transpose(-2, -1)).mul_(1.0 / math.sqrt(self.head_dim))
+            attn = scores.masked_fill_(self.future[:T, :T], float("-inf")).softmax(dim=-1)
             y = self.attn_drop(attn) @ v
         else:
             y = F.scaled_dot_product_attention(
