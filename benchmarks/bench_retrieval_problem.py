@@ -14,8 +14,14 @@ two tokens, then the query symbol and a depth marker; the answer is predicted at
 position), with D = 1 (one induction-style lookup, which a 2-layer model can learn). Also timed:
 the vectorised sampler against the per-example loop.
 
-Quality note: HookedTransformer's default initialisation differs from TinyGPT's (GPT-2's, std
-0.02), so at equal steps the two reach different losses; the printed loss and accuracy show it.
+Quality: both have separate input and output embeddings and start from the same initialisation
+scheme, normal weights of std ``0.8/sqrt(d_model)`` (HookedTransformer's default;
+``TinyGPTConfig(init_std=..., tie_weights=False)``). The task is learned abruptly (an
+induction-head phase change) at a seed-dependent step. In our runs HookedTransformer learned it
+within 1,500 steps every time, TinyGPT for some seeds only (seed 0, the one timed, not): a gap
+we have not explained, so the printed losses are part of the result, not a tie. With TinyGPT's
+default GPT-2 initialisation (std 0.02, smaller residual branches) it learns it later still
+(``--gpt2-init``).
 
 Run: ``python benchmarks/bench_retrieval_problem.py [--steps N] [--layers t]``.
 """
@@ -97,16 +103,19 @@ def quality(forward, task, n=1024):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--gpt2-init", action="store_true",
+                    help="TinyGPT's default GPT-2 initialisation instead of TransformerLens's")
     args = ap.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     task = RetrievalTask(n_symbols=16, n_chains=3, max_depth=1)
     T = 2 * task.n_pairs + 2
     cfg = TinyGPTConfig(vocab_size=task.vocab_size, d_model=64, n_layers=args.layers, n_heads=2,
-                        d_ff=128, max_len=T)
+                        d_ff=128, max_len=T, tie_weights=False,
+                        init_std=None if args.gpt2_init else 0.8 / 64 ** 0.5)
     data = make_data(task, args.steps, args.batch_size)
     tokens = args.steps * args.batch_size * T
 

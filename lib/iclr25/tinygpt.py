@@ -108,6 +108,12 @@ class TinyGPTConfig:
         Dropout on embeddings, attention probabilities and residual branches (training only).
     tie_weights
         Share the output layer's weight with the token embedding.
+    init_std
+        ``None`` (default): GPT-2's initialisation, normal weights of std 0.02 with the residual
+        branches' output layers at ``0.02 / sqrt(2 n_layers)``. A number: that std for every
+        weight matrix and embedding, no depth scaling; TransformerLens initialises its models
+        with ``0.8 / sqrt(d_model)``, which trains much faster than GPT-2's at small widths
+        (``benchmarks/bench_retrieval_problem.py`` shows it).
     """
 
     vocab_size: int
@@ -118,6 +124,7 @@ class TinyGPTConfig:
     max_len: int
     dropout: float = 0.0
     tie_weights: bool = True
+    init_std: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len"):
@@ -127,6 +134,8 @@ class TinyGPTConfig:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.init_std is not None and not self.init_std > 0:
+            raise ValueError(f"init_std must be positive or None (GPT-2's), got {self.init_std}")
 
     @property
     def head_dim(self) -> int:
@@ -217,21 +226,23 @@ class TinyGPT(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.apply(self._init)
-        for block in self.blocks:  # GPT-2: scale the residual-branch outputs by depth
-            for lin in (block.attn.proj, block.mlp[2]):
-                nn.init.normal_(lin.weight, std=0.02 / math.sqrt(2 * cfg.n_layers))
+        std = 0.02 if cfg.init_std is None else float(cfg.init_std)
+        self.apply(lambda module: self._init(module, std))
+        if cfg.init_std is None:
+            for block in self.blocks:  # GPT-2: scale the residual-branch outputs by depth
+                for lin in (block.attn.proj, block.mlp[2]):
+                    nn.init.normal_(lin.weight, std=0.02 / math.sqrt(2 * cfg.n_layers))
         if cfg.tie_weights:
             self.head.weight = self.tok_emb.weight
 
     @staticmethod
-    def _init(module: nn.Module) -> None:
+    def _init(module: nn.Module, std: float = 0.02) -> None:
         if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, std=0.02)
+            nn.init.normal_(module.weight, std=std)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=0.02)
+            nn.init.normal_(module.weight, std=std)
 
     @property
     def n_params(self) -> int:

@@ -35,6 +35,24 @@ def test_init_is_deterministic_and_tied():
     assert untied.n_params == a.n_params + 256 * 32
 
 
+def test_init_scales():
+    big = dict(SMALL.__dict__, d_model=256, d_ff=512, n_heads=4, n_layers=8)
+    torch.manual_seed(0)
+    gpt2 = tg.TinyGPT(tg.TinyGPTConfig(**big))
+    torch.manual_seed(0)
+    flat = tg.TinyGPT(tg.TinyGPTConfig(**{**big, "init_std": 0.05}))
+    # GPT-2: 0.02, and 0.02 / sqrt(2 L) = 0.005 on the residual branches' output layers
+    assert gpt2.blocks[0].attn.qkv.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    assert gpt2.blocks[3].attn.proj.weight.std().item() == pytest.approx(0.005, rel=0.05)
+    # a number: that std everywhere, no depth scaling
+    for w in (flat.tok_emb.weight, flat.blocks[0].attn.qkv.weight, flat.blocks[3].attn.proj.weight,
+              flat.blocks[5].mlp[2].weight):
+        assert w.std().item() == pytest.approx(0.05, rel=0.05)
+    assert flat.blocks[0].attn.qkv.bias.abs().max().item() == 0.0
+    with pytest.raises(ValueError, match="init_std"):
+        tg.TinyGPTConfig(**{**SMALL.__dict__, "init_std": 0.0})
+
+
 def test_future_tokens_do_not_change_earlier_logits():
     model = _model()
     idx = torch.randint(0, 256, (2, 20), generator=torch.Generator().manual_seed(0))
