@@ -312,3 +312,21 @@ def test_mixed_feature_in_the_mip():
         assert ev["valid"].all()
         done += 1
     assert done >= 3
+
+
+def test_paired_aligns_factuals_where_both_qualify():
+    import pandas as pd
+    from iclr25.lice import paired
+
+    rows = pd.DataFrame({
+        "method": ["A", "A", "A", "B", "B", "B"],
+        "factual": [0, 1, 2, 2, 1, 0],            # B's rows in another order
+        "found": [True, True, False, True, True, True],
+        "optimal": [True, False, False, True, True, True],
+        "nll": [1.0, 2.0, 3.0, 30.0, 20.0, 10.0]})
+    a, b = paired(rows, "A", "B", "nll")
+    assert a.tolist() == [1.0, 2.0] and b.tolist() == [10.0, 20.0]   # factual 2: A found none
+    a, b = paired(rows, "A", "B", "nll", need="optimal")
+    assert a.tolist() == [1.0] and b.tolist() == [10.0]
+    with pytest.raises(ValueError, match="methods: \\['A', 'B'\\]"):
+        paired(rows, "A", "C", "nll")

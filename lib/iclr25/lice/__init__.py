@@ -27,7 +27,7 @@ from .model import make_mlp, predict_logit, train_mlp
 from .lice import MODES, Explanation, LiCE, thresholds
 from . import mio
 from .baselines import dice_counterfactuals, nearest_neighbour_cf
-from .metrics import evaluate, summarise
+from .metrics import evaluate, paired, summarise
 from .configs import config, CONFIGS
 from .experiment import METHODS, Prepared, prepare, run_methods
 
@@ -36,6 +36,6 @@ __all__ = [
     "Dataset", "DATASETS", "load", "load_credit", "load_adult", "load_gmsc", "synthetic_2d",
     "package_file", "SPN", "LearnSPN", "Leaf", "Product", "Sum", "rdc",
     "make_mlp", "train_mlp", "predict_logit", "LiCE", "Explanation", "MODES", "thresholds", "mio",
-    "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "config", "CONFIGS",
+    "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "paired", "config", "CONFIGS",
     "METHODS", "Prepared", "prepare", "run_methods",
 ]

@@ -10,7 +10,7 @@ from .features import DataHandler
 from .model import predict_logit
 from .spn import SPN
 
-__all__ = ["evaluate", "summarise"]
+__all__ = ["evaluate", "summarise", "paired"]
 
 
 def evaluate(handler: DataHandler, spn: SPN, mlp, x0: pd.DataFrame, cfs: pd.DataFrame,
@@ -43,3 +43,18 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
                      "NLL": ok["nll"].mean(), "distance": ok["distance"].mean(),
                      "#changed": ok["n_changed"].mean(), "median time (s)": g["time"].median()})
     return pd.DataFrame(out)
+
+
+def paired(rows: pd.DataFrame, a: str, b: str, column: str, *, need: str = "found"
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``column`` of methods ``a`` and ``b`` on the factuals where both satisfy ``need`` (a
+    boolean column such as ``found`` or ``optimal``), aligned by factual: a paired comparison.
+    ``rows`` as for :func:`summarise`, with a ``factual`` column. Chapter 14 (notebook 02)."""
+    for m in (a, b):
+        if not (rows["method"] == m).any():
+            raise ValueError(f"method {m!r} has no rows; methods: {sorted(rows['method'].unique())}")
+    A = rows[rows["method"] == a].set_index("factual")
+    B = rows[rows["method"] == b].set_index("factual")
+    common = A.index.intersection(B.index)
+    keep = common[(A.loc[common, need].astype(bool) & B.loc[common, need].astype(bool)).to_numpy()]
+    return A.loc[keep, column].to_numpy(float), B.loc[keep, column].to_numpy(float)
