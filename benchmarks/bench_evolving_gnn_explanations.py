@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 
 import iclr25.evolving_gnn_explanations as eg
+from iclr25.timing import best_of
 
 LOOP_MAX_FLOWS = int(os.environ.get("BENCH16_LOOP_MAX_FLOWS", 40000))  # the loop takes ~0.3 ms a flow
 
@@ -32,17 +33,6 @@ def instance(n_nodes, n_changed, seed=0):
     W1 = eg.evolve(W0, "edit", n_add=n_changed // 2, n_remove=n_changed - n_changed // 2, seed=seed + 1)
     X = rng.standard_normal((n_nodes, 8))
     return eg.EvolvingGraph(X, eg.normalize_adjacency(W0), eg.normalize_adjacency(W1))
-
-
-def best_of(f, repeat):
-    """The fastest of ``repeat`` runs (seconds) and the last result: timings on this machine vary
-    by a third from run to run, and the minimum is the least noisy estimate."""
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main() -> None:

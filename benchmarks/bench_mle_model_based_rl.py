@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import iclr25.mle_model_based_rl as mb
+from iclr25.timing import best_of
 
 M, S, A, H = 1024, 20, 4, 50
 PEER_MODELS = 32
@@ -36,16 +37,6 @@ def random_models(seed: int = 0):
     P = rng.dirichlet(np.full(S, 0.3), size=(M, S, A))
     r = rng.random((S, A)) / H       # normalised: every trajectory's total lies in [0, 1]
     return P, r
-
-
-def best_of(f, repeat=3):
-    best = np.inf
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main() -> None:
