@@ -78,8 +78,8 @@ def _vi_numba_kernel(P, r, H):
     return V, pi, ok
 
 
-# One thread: the two cores of the machines this book runs on share one physical core, and a
-# threaded version measured no faster. Fast-math without "no NaNs / no infs", so the validation
+# One thread: a threaded version (numba prange over models) measured no faster on the book's
+# 2-vCPU machines. Fast-math without "no NaNs / no infs", so the validation
 # still sees a NaN; values agree with the numpy paths to rounding, not bit for bit.
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp", "afn"}
 if _numba is not None:
