@@ -1,7 +1,10 @@
 # iclr25-book: one command to install, test, or render the book.
-#   make book        execute every notebook (book profile) and render _build/html
-#   make test        unit tests + a strict render executing every notebook (smoke profile)
-#                    + the rendered book in headless Chromium
+#   make book        execute every notebook (book profile) and render _build/html; a failed
+#                    notebook does not stop it: the summary at the end names it, exit non-zero
+#   make test        the results ledger is current + unit tests + a strict render executing every
+#                    notebook (smoke profile) + the rendered book in headless Chromium
+#   make results     re-run, at the book profile, every notebook whose committed result is stale
+#   make verify      CI: re-run some book notebooks, compare with their committed results
 #   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
 #   make bench       all benchmarks (installs the bench extra)
 #   make book-force  clear the execution cache, then make book
@@ -22,7 +25,8 @@ BENCH_NODEPS := dattri==0.3.0 torch-choice==1.0.7 rlberry==0.7.3 rlberry-scool==
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
-.PHONY: install book book-force smoke test unit render browser notebooks bench clean
+.PHONY: install book book-force smoke test ledger unit render browser notebooks bench clean \
+  results verify
 
 install: $(STAMP)
 
@@ -35,9 +39,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q --no-deps -c constraints.txt $(NODEPS)
 	touch $(STAMP)
 
+# the notebooks write their results into results/ (the committed ledger); a notebook whose result
+# there is stale executes again even when its cells are cached (iclr25.sphinxext)
 book: $(STAMP)
-	ICLR25_PROFILE=book $(BIN)/jupyter-book build . $(JB_FLAGS)
-	@echo "The book: file://$(CURDIR)/_build/html/index.html"
+	@start=$$(date +%s); ICLR25_PROFILE=book $(BIN)/jupyter-book build . $(JB_FLAGS); rc=$$?; \
+	  echo "make book: $$(( $$(date +%s) - start )) s in all (per notebook: _build/execution.txt)"; \
+	  if [ $$rc -ne 0 ]; then echo "make book: FAILED (exit $$rc); the book is rendered anyway:"; fi; \
+	  echo "The book: file://$(CURDIR)/_build/html/index.html"; exit $$rc
 
 book-force: $(STAMP)
 	rm -rf _build/.jupyter_cache _build/jupyter_execute
@@ -49,7 +57,17 @@ smoke: $(STAMP)
 	@echo "The smoke preview: file://$(CURDIR)/_build_smoke/_build/html/index.html"
 
 # the README's test command (CI runs exactly this)
-test: $(STAMP) unit render browser
+test: $(STAMP) ledger unit render browser
+
+# every notebook's committed book-profile result matches its inputs (and the README's table)
+ledger: $(STAMP)
+	$(BIN)/iclr25 check-results
+
+results: $(STAMP)
+	$(BIN)/iclr25 refresh-results
+
+verify: $(STAMP)
+	$(BIN)/iclr25 verify-results --budget 900
 
 unit: $(STAMP)
 	$(BIN)/pytest tests -q --ignore=tests/browser
@@ -60,6 +78,7 @@ unit: $(STAMP)
 render: $(STAMP)
 	rm -rf _build_smoke/results && mkdir -p _build_smoke/results
 	$(BIN)/jupyter-book config sphinx . > /dev/null
+	echo "nb_execution_raise_on_error = True  # the strict render fails fast" >> conf.py
 	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(BIN)/sphinx-build -q -E \
 	  -W -n --keep-going -D nb_execution_mode=force -b html . _build_smoke/_build/html; \
 	  rc=$$?; rm -f conf.py; exit $$rc

@@ -19,11 +19,17 @@ Result file schema (``"schema": 1``)::
       "parameters": {...},                   # the notebook's knobs as run
       "metrics": {"final_loss": 0.0279, ...},# scalars a sweep collects
       "created": "2026-11-30T12:00:00+00:00",
+      "elapsed_s": 83.2,                     # seconds from the kernel's start to the save
+      "inputs": {"digest": str, "files": {path: sha256}},   # see iclr25.ledger; null outside the repo
       "claims": [
         {"claim": str, "source": str, "paper": str | number | null, "ours": str | number | null,
-         "holds": bool, "must_hold": bool, "note": str}
+         "holds": bool, "must_hold": bool, "note": str,
+         "tol": number | null}               # how far "ours" may move between runs (absolute)
       ]
     }
+
+Book-profile results are committed under ``results/`` (the ledger, :mod:`iclr25.ledger`): the
+book's scorecard and the README read them, and ``iclr25 check-results`` fails when one is stale.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ import datetime as _dt
 import json
 import math
 import numbers
+import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -80,6 +88,13 @@ class Claim:
     holds: bool
     must_hold: bool = True
     note: str = ""
+    tol: float | None = None
+
+    @property
+    def status(self) -> str:
+        """``"held"``, ``"FAILED"`` (must hold and did not) or ``"not held"`` (recorded, not
+        required at this profile)."""
+        return "held" if self.holds else ("FAILED" if self.must_hold else "not held")
 
 
 @dataclass
@@ -107,13 +122,18 @@ class Claims:
         self.profile = profiles.resolve(self.profile)
 
     def check(self, claim: str, *, source: str, paper: Any, ours: Any, holds: bool,
-              must_hold: bool | Iterable[str] = True, note: str = "") -> Claim:
+              must_hold: bool | Iterable[str] = True, note: str = "",
+              tol: float | None = None) -> Claim:
         """Record one claim.
 
         ``must_hold`` is a bool or the profiles in which the claim must hold, e.g.
         ``("book", "paper")`` for a claim that needs the book's scale. ``holds`` must be
-        computed from this run's numbers.
+        computed from this run's numbers. ``tol``: how far ``ours`` (a number or a list of
+        numbers) may move when the same profile is re-run (absolute, elementwise); CI re-runs
+        book notebooks and fails beyond it (:func:`iclr25.ledger.compare`).
         """
+        if tol is not None and not (isinstance(tol, numbers.Real) and float(tol) >= 0):
+            raise ValueError(f"tol must be a non-negative number or None, got {tol!r}")
         if not isinstance(must_hold, bool):
             wanted = tuple(must_hold)
             bad = [p for p in wanted if p not in profiles.PROFILES]
@@ -122,7 +142,8 @@ class Claims:
                     f"unknown profile(s) {bad} in must_hold; valid: {', '.join(profiles.PROFILES)}")
             must_hold = self.profile in wanted
         item = Claim(claim=claim, source=source, paper=_plain(paper), ours=_plain(ours),
-                     holds=bool(holds), must_hold=bool(must_hold), note=note)
+                     holds=bool(holds), must_hold=bool(must_hold), note=note,
+                     tol=None if tol is None else float(tol))
         self.items = [c for c in self.items if c.claim != claim] + [item]
         return item
 
@@ -141,12 +162,25 @@ class Claims:
 
         rows = [{"claim": c.claim, "source": c.source, "paper": c.paper, "ours": c.ours,
                  "holds": "yes" if c.holds else "no",
-                 "must hold": "yes" if c.must_hold else "no", "note": c.note} for c in self.items]
+                 "must hold": "yes" if c.must_hold else "no", "status": c.status,
+                 "note": c.note} for c in self.items]
         return pd.DataFrame(rows, columns=["claim", "source", "paper", "ours", "holds",
-                                           "must hold", "note"])
+                                           "must hold", "status", "note"])
 
     def _repr_html_(self) -> str:
-        return self.table().to_html(index=False)
+        """The table, a failed must-hold row marked (red, status ``FAILED``) and a banner above
+        it when any failed, so the rendered page shows what the last cell will raise about."""
+        html = self.table().to_html(index=False, escape=True)
+        for c in self.failed:
+            cell = f"<td>{_html_escape(c.claim)}</td>"
+            html = html.replace("<tr>\n      " + cell,
+                                '<tr class="iclr25-claim-failed" style="background:#fdd">\n      '
+                                + cell, 1)
+        if self.failed:
+            html = (f'<p class="iclr25-claims-failed"><strong>{len(self.failed)} claim(s) that must '
+                    f"hold at profile {self.profile!r} failed</strong> (rows marked FAILED); the "
+                    "notebook's last cell raises.</p>\n" + html)
+        return html
 
     def to_dict(self) -> dict:
         return {
@@ -154,6 +188,8 @@ class Claims:
             "profile": self.profile, "parameters": _plain(self.parameters),
             "metrics": _plain(self.metrics),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "elapsed_s": _elapsed(),
+            "inputs": _inputs(self.chapter, self.notebook),
             "claims": [asdict(c) for c in self.items],
         }
 
@@ -176,6 +212,33 @@ class Claims:
                               for c in failed)
             raise ClaimFailed(
                 f"{len(failed)} claim(s) that must hold at profile {self.profile!r} failed:\n{lines}")
+
+
+def _html_escape(text: str) -> str:
+    import html
+
+    return html.escape(str(text), quote=False)
+
+
+def _elapsed() -> float | None:
+    """Seconds since this process (the notebook's kernel) started; None when unknown."""
+    try:
+        import psutil
+
+        return round(time.time() - psutil.Process(os.getpid()).create_time(), 1)
+    except Exception:  # noqa: BLE001 - a missing psutil only loses the timing
+        return None
+
+
+def _inputs(chapter: str, notebook: str) -> dict | None:
+    """The ledger's input hashes of ``notebooks/<chapter>/<notebook>.ipynb``
+    (:func:`iclr25.ledger.inputs_record`); None when that notebook is not in a checkout."""
+    from . import ledger
+
+    try:
+        return ledger.inputs_record(chapter, notebook)
+    except (FileNotFoundError, SyntaxError, ValueError):
+        return None
 
 
 def load_results(directory: str | Path | None = None) -> list[dict]:

@@ -7,6 +7,9 @@
     iclr25 sweep 18-relu-landscape/01-saddle-to-saddle --grid seed=0,1,2 --grid lr=1e-3,2e-3
     iclr25 sweep ... --scheduler tcp://HOST:8786        # on a Dask cluster
     iclr25 scorecard [--results DIR] [--format text|markdown|csv]
+    iclr25 check-results                  # is every committed book result current? (make test)
+    iclr25 refresh-results [NOTEBOOK...]  # re-run stale notebooks at the book profile into results/
+    iclr25 verify-results [--budget S]    # CI: re-run some book notebooks, compare with results/
 
 Also ``python -m iclr25 ...``. The work is done by :mod:`iclr25.batch` and :mod:`iclr25.scorecard`.
 """
@@ -114,6 +117,43 @@ def build_parser() -> argparse.ArgumentParser:
                          "folder under runs/ works too")
     sc.add_argument("--format", choices=["text", "markdown", "csv"], default="text",
                     help="output format (default: text)")
+    sc.add_argument("--update-readme", action="store_true",
+                    help="instead: rewrite the README's results table from the committed results/")
+
+    ck = sub.add_parser("check-results", help="is every committed book-profile result current?",
+                        formatter_class=_Formatter,
+                        description="Check the results ledger (results/<chapter>/<notebook>.json, "
+                                    "committed):\nevery notebook of the book has a book-profile "
+                                    "result whose input hashes\n(the notebook, every iclr25 module "
+                                    "it imports, constraints.txt) match\nthe working tree and whose "
+                                    "must-hold claims held. Exit 1 naming each\nnotebook that is "
+                                    "not, with the command that refreshes it.")
+    ck.add_argument("--results", metavar="DIR", help="the ledger (default: results/)")
+
+    rf = sub.add_parser("refresh-results", help="re-run notebooks at the book profile into results/",
+                        formatter_class=_Formatter,
+                        description="Execute notebooks at the book profile (papermill, one run "
+                                    "folder each under\nruns/) and copy the result each saved "
+                                    "into the ledger results/.\nWith no NOTEBOOK: every notebook "
+                                    "that check-results names.")
+    rf.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help=nb_help)
+    rf.add_argument("--results", metavar="DIR", help="the ledger (default: results/)")
+    rf.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per cell")
+
+    vr = sub.add_parser("verify-results", help="CI: re-run book notebooks, compare with the ledger",
+                        formatter_class=_Formatter,
+                        description="Re-execute at the book profile the notebooks whose committed "
+                                    "results the last\ncommit touching results/ changed (none: two "
+                                    "by a rotation over the date),\nwithin a time budget, and "
+                                    "compare each with its committed result: a claim\nthat held "
+                                    "must still hold, a number with a stated tol must stay within "
+                                    "it.")
+    vr.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                    help="these notebooks instead of the automatic pick")
+    vr.add_argument("--budget", type=float, default=900.0, metavar="SECONDS",
+                    help="book-profile run time to spend, by the durations the ledger recorded "
+                         "(default: 900)")
+    vr.add_argument("--results", metavar="DIR", help="the ledger (default: results/)")
     return parser
 
 
@@ -240,9 +280,30 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _readme_problem(folder: Path) -> str | None:
+    """Why the README's results table does not match the ledger, or None."""
+    from . import claims, scorecard
+
+    readme = paths.repo_root() / "README.md"
+    if not readme.is_file():
+        return None
+    text = readme.read_text()
+    try:
+        want = scorecard.update_readme(text, claims.load_results(folder) if folder.is_dir() else [])
+    except ValueError as e:
+        return str(e)
+    return None if want == text else "README.md: its results table does not match results/"
+
+
 def _cmd_scorecard(args) -> int:
     from . import claims, scorecard
 
+    if args.update_readme:
+        folder = Path(args.results) if args.results else paths.repo_root() / "results"
+        readme = paths.repo_root() / "README.md"
+        readme.write_text(scorecard.update_readme(readme.read_text(), claims.load_results(folder)))
+        print(f"updated the results table of {_rel(readme)} from {_rel(folder)}")
+        return 0
     folder = Path(args.results) if args.results else paths.results_dir()
     try:
         results = claims.load_results(folder) if folder.is_dir() else []
@@ -256,7 +317,123 @@ def _cmd_scorecard(args) -> int:
     return 0
 
 
-COMMANDS = {"run": _cmd_run, "sweep": _cmd_sweep, "list": _cmd_list, "scorecard": _cmd_scorecard}
+def _ledger_dir(args) -> Path:
+    return Path(args.results) if args.results else paths.repo_root() / "results"
+
+
+def _cmd_check_results(args) -> int:
+    from . import ledger
+
+    folder = _ledger_dir(args)
+    problems = ledger.check(folder)
+    n = len(ledger.book_notebooks())
+    readme = _readme_problem(folder)
+    if readme:
+        print(f"results ledger: {readme}; rewrite it with `.venv/bin/iclr25 scorecard --update-readme`")
+        if not problems:
+            return 1
+    if not problems:
+        print(f"results ledger: all {n} notebook results in {_rel(folder)} are current "
+              f"(profile {ledger.LEDGER_PROFILE})")
+        return 0
+    print(f"results ledger: {len(problems)} of {n} notebook result(s) in {_rel(folder)} "
+          "cannot be trusted:")
+    for p in problems:
+        print(f"  - {p}")
+    stale = [p.notebook for p in problems if p.kind != "orphan"]
+    if stale:
+        print("refresh them (book profile; commit results/ afterwards):\n"
+              f"  .venv/bin/iclr25 refresh-results {' '.join(stale)}\n"
+              "or `make results` (every notebook named above), or `make book`")
+    orphans = [p for p in problems if p.kind == "orphan"]
+    if orphans:
+        print("remove the results of notebooks that left the book: "
+              + " ".join(f"results/{p.notebook}.json" for p in orphans))
+    return 1
+
+
+def _cmd_refresh_results(args) -> int:
+    import shutil
+
+    from . import batch, ledger
+
+    folder = _ledger_dir(args)
+    if args.notebooks:
+        todo = [batch.notebook_id(batch.resolve_notebook(n)) for n in args.notebooks]
+    else:
+        todo = [p.notebook for p in ledger.check(folder) if p.kind != "orphan"]
+    if not todo:
+        print("results ledger: nothing to refresh")
+        return 0
+    parent = batch.new_run_dir("refresh-results")
+    bad = 0
+    for i, ident in enumerate(todo, 1):
+        print(f"[{i}/{len(todo)}] {ident} (profile {ledger.LEDGER_PROFILE}) ...", flush=True)
+        res = batch.run_notebook(ident, profile=ledger.LEDGER_PROFILE,
+                                 out_dir=parent / ident.replace("/", "-"), timeout=args.timeout)
+        _print_run(res)
+        chapter, notebook = ident.split("/", 1)
+        saved = res.out_dir / chapter / f"{notebook}.json"
+        if saved.is_file():
+            (folder / chapter).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(saved, folder / chapter / f"{notebook}.json")
+            print(f"  ledger: {_rel(folder / chapter / (notebook + '.json'))}")
+        else:
+            print("  ledger: not updated (the notebook saved no result)")
+        bad += not res.ok
+    print(f"{len(todo) - bad}/{len(todo)} notebook(s) ran to the end; runs: {_rel(parent)}/")
+    if folder.resolve() == (paths.repo_root() / "results").resolve():
+        from . import claims, scorecard
+
+        readme = paths.repo_root() / "README.md"
+        readme.write_text(scorecard.update_readme(readme.read_text(), claims.load_results(folder)))
+        print(f"updated the results table of {_rel(readme)}")
+    return 0 if bad == 0 else 1
+
+
+def _cmd_verify_results(args) -> int:
+    import json
+
+    from . import batch, ledger
+
+    folder = _ledger_dir(args)
+    if args.notebooks:
+        picked = [batch.notebook_id(batch.resolve_notebook(n)) for n in args.notebooks]
+        why = "named on the command line"
+    else:
+        picked, why = ledger.pick_for_ci(budget_s=args.budget, results_dir=folder)
+    print(f"verify-results: re-running {len(picked)} notebook(s) at the book profile ({why}): "
+          + ", ".join(picked), flush=True)
+    parent = batch.new_run_dir("verify-results")
+    failures = 0
+    for ident in picked:
+        chapter, notebook = ident.split("/", 1)
+        committed_file = folder / chapter / f"{notebook}.json"
+        if not committed_file.is_file():
+            print(f"FAILED: {ident}: no committed result {_rel(committed_file)}")
+            failures += 1
+            continue
+        committed = json.loads(committed_file.read_text())
+        res = batch.run_notebook(ident, profile=ledger.LEDGER_PROFILE,
+                                 out_dir=parent / ident.replace("/", "-"))
+        saved = res.out_dir / chapter / f"{notebook}.json"
+        problems = ledger.compare(committed, json.loads(saved.read_text())) if saved.is_file() \
+            else ["the re-run saved no result"]
+        if not res.ok:
+            problems.append(f"the re-run raised: {res.error}")
+        status = "ok" if not problems else "FAILED"
+        print(f"{status}: {ident} in {res.duration_s:.0f} s (committed: {committed.get('elapsed_s')} s)")
+        for p in problems:
+            print(f"  - {p}")
+        failures += bool(problems)
+    print(f"{len(picked) - failures}/{len(picked)} re-run(s) reproduce the committed results; "
+          f"runs: {_rel(parent)}/")
+    return 0 if failures == 0 else 1
+
+
+COMMANDS = {"run": _cmd_run, "sweep": _cmd_sweep, "list": _cmd_list, "scorecard": _cmd_scorecard,
+            "check-results": _cmd_check_results, "refresh-results": _cmd_refresh_results,
+            "verify-results": _cmd_verify_results}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

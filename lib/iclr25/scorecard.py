@@ -16,7 +16,8 @@ import math
 import numbers
 from typing import Any, Iterable, Mapping
 
-__all__ = ["scorecard_table", "chapter_summary", "render", "markdown_table", "TABLE_COLUMNS", "SUMMARY_COLUMNS",
+__all__ = ["scorecard_table", "chapter_summary", "render", "markdown_table", "readme_block",
+           "update_readme", "README_BEGIN", "README_END", "TABLE_COLUMNS", "SUMMARY_COLUMNS",
            "FORMATS"]
 
 TABLE_COLUMNS = ["chapter", "notebook", "claim", "source", "paper", "ours", "holds", "must hold",
@@ -130,3 +131,39 @@ def render(results: list[Mapping[str, Any]], fmt: str = "text") -> str:
             out += ["  " + line for line in _text_table(rows).splitlines()]
         out.append("")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# the README's results table (from the committed ledger)
+
+README_BEGIN = "<!-- results:begin (written by `iclr25 scorecard --update-readme`; do not edit) -->"
+README_END = "<!-- results:end -->"
+
+
+def readme_block(results: list[Mapping[str, Any]]) -> str:
+    """The README's table of the committed book-profile results: per chapter, notebooks, claims
+    held / recorded, must-hold claims that failed, and the total, between the markers."""
+    summary = chapter_summary(results)
+    failed = {}
+    for r in results:
+        failed[r.get("chapter")] = failed.get(r.get("chapter"), 0) + sum(
+            bool(c.get("must_hold")) and not c.get("holds") for c in r.get("claims", []))
+    lines = [README_BEGIN, "",
+             "| chapter | notebooks | claims held / recorded | must-hold failed | profile |",
+             "|---|---|---|---|---|"]
+    for _, s in summary.iterrows():
+        lines.append(f"| {s['chapter']} | {s['notebooks']} | {s['claims held']} / "
+                     f"{s['claims recorded']} | {failed.get(s['chapter'], 0)} | {s['profile']} |")
+    held, rec = int(summary["claims held"].sum()), int(summary["claims recorded"].sum())
+    lines += [f"| **all** | {int(summary['notebooks'].sum())} | {held} / {rec} | "
+              f"{sum(failed.values())} | |", "", README_END]
+    return "\n".join(lines)
+
+
+def update_readme(text: str, results: list[Mapping[str, Any]]) -> str:
+    """``text`` (the README) with the block between the markers replaced by :func:`readme_block`;
+    ``ValueError`` when the markers are missing."""
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError("the README has no results block (the markers README_BEGIN ... README_END)")
+    return text[:start] + readme_block(results) + text[end + len(README_END):]

@@ -1,8 +1,15 @@
 """Sphinx extension for the book (enabled in ``_config.yml``).
 
 - serves MathJax from the PyPI package ``django-static-mathjax`` (no CDN: the book reads offline);
-- ``{iclr25-scorecard}``: the claims of every chapter, paper vs ours, from ``results/``;
-- ``{iclr25-chapters}``: the chapter table with claims held / recorded, from ``results/``.
+- ``{iclr25-scorecard}``: the claims of every chapter, paper vs ours, from the committed
+  book-profile results (``results/``, the ledger of :mod:`iclr25.ledger`), each notebook's ledger
+  status, and what failed in this build;
+- ``{iclr25-chapters}``: the chapter table with claims held / recorded, from the same results;
+- in a ``book``-profile build with the execution cache (``make book``), a notebook whose committed
+  result is stale (an ``iclr25`` module it imports changed, say) is dropped from the cache and
+  re-read, so it executes again even though its code cells did not change;
+- at the end of a build, a summary of every notebook: how it was executed, its time, whether it
+  failed, and the must-hold claims that failed (also written to ``<outdir>/../execution.txt``).
 
 Pages using these directives are read after every notebook has executed (so they see this
 build's results) and are re-read on every build.
@@ -18,7 +25,7 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-from . import claims, scorecard
+from . import claims, ledger, paths, profiles, scorecard
 from .chapters import CHAPTERS
 
 _RESULT_PAGES: set[str] = set()
@@ -44,24 +51,87 @@ class _ResultsDirective(SphinxDirective):
         return [container]
 
     def _results(self) -> list[dict]:
+        """The committed book-profile results (the ledger), which this page shows whatever the
+        profile of the build."""
         _RESULT_PAGES.add(self.env.docname)
-        try:
-            return claims.load_results()
-        except FileNotFoundError:
-            return []
+        return _load(_ledger_dir())
+
+    def _build_results(self) -> list[dict] | None:
+        """This build's results when they are not the ledger (a smoke build), else None."""
+        here = paths.results_dir()
+        if here.resolve() == _ledger_dir().resolve():
+            return None
+        return _load(here)
+
+
+def _ledger_dir() -> Path:
+    return paths.repo_root() / "results"
+
+
+def _load(folder: Path) -> list[dict]:
+    try:
+        return claims.load_results(folder) if folder.is_dir() else []
+    except (FileNotFoundError, ValueError):
+        return []
+
+
+def _failed_executions(env) -> list[tuple[str, str]]:
+    """``(docname, error)`` of every notebook whose execution failed in this build."""
+    out = []
+    for docname in sorted(env.found_docs):
+        data = _exec_data(env, docname)
+        if data and not data.get("succeeded", True):
+            out.append((docname, str(data.get("error") or "error")))
+    return out
+
+
+def _exec_data(env, docname: str) -> dict | None:
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+    except ImportError:  # pragma: no cover - myst-nb is how the book executes notebooks
+        return None
+    data = NbMetadataCollector.get_exec_data(env, docname)
+    return dict(data) if data else None
 
 
 class ScorecardDirective(_ResultsDirective):
     def run(self):
         results = self._results()
+        out = []
+        failed_exec = _failed_executions(self.env)
+        if failed_exec:
+            out += ["```{admonition} Notebooks that failed in this build", ":class: error", ""]
+            out += [f"- {{doc}}`/{d}`: {err} (its page shows its output up to the failure)"
+                    for d, err in failed_exec]
+            out += ["```", ""]
+        build = self._build_results()
+        if build:
+            bs = scorecard.chapter_summary(build)
+            bad = sum(len(ledger.failed_claims(r)) for r in build)
+            out += [f"*This build ran at profile {', '.join(sorted({str(r.get('profile')) for r in build}))}:* "
+                    f"{int(bs['claims held'].sum())} of {int(bs['claims recorded'].sum())} claims held, "
+                    f"{bad} must-hold claim(s) failed. The tables below are the committed "
+                    f"book-profile results.", ""]
         if not results:
-            return self._parse("*No results yet: build the book (`make book`) to fill this page.*")
+            return self._parse("\n".join(out + [
+                "*No committed results yet: build the book (`make book`) to fill this page.*"]))
+        problems = {p.notebook: p for p in ledger.check(_ledger_dir())}
         table = scorecard.scorecard_table(results)
         summary = scorecard.chapter_summary(results)
         held, rec = int(summary["claims held"].sum()), int(summary["claims recorded"].sum())
-        out = [f"**{held} of {rec} claims held** across {len(summary)} chapter(s) in this build.", "",
-               scorecard.markdown_table(summary), ""]
-        cols = ["notebook", "claim", "source", "paper", "ours", "holds", "must hold", "note"]
+        created = sorted(str(r.get("created", "")) for r in results)
+        out += [f"**{held} of {rec} claims held** across {len(summary)} chapter(s), profile "
+                f"{ledger.LEDGER_PROFILE} (the committed results, run between {created[0][:10]} and "
+                f"{created[-1][:10]}).", "", scorecard.markdown_table(summary), ""]
+        if problems:
+            out += ["```{admonition} Results not current", ":class: warning", "",
+                    "These notebooks' committed results do not match the current sources "
+                    "(`iclr25 check-results`):", ""]
+            out += [f"- {p}" for p in problems.values()]
+            out += ["```", ""]
+        cols = ["notebook", "claim", "source", "paper", "ours", "status", "must hold", "note"]
+        table["status"] = ["held" if h else ("FAILED" if m else "not held")
+                           for h, m in zip(table["holds"], table["must hold"])]
         for _, s in summary.iterrows():
             rows = table[table["chapter"] == s["chapter"]][cols]
             out += [f"**{s['chapter']}**: {s['claims held']} of {s['claims recorded']} claims held "
@@ -174,8 +244,85 @@ def _uses_directive(app, docname: str) -> bool:
 
 
 def _always_outdated(app, env, added, changed, removed):
-    """Results change with every build: re-read the pages that show them."""
-    return [d for d in env.found_docs if _uses_directive(app, d) and d not in added | changed]
+    """Results change with every build: re-read the pages that show them; in a book build from
+    the cache, also the notebooks whose committed result is stale (:func:`_stale_notebooks`)."""
+    pages = [d for d in env.found_docs if _uses_directive(app, d) and d not in added | changed]
+    stale = [d for d in _stale_notebooks(app) if d in env.found_docs and d not in added | changed]
+    return pages + stale
+
+
+def _stale_notebooks(app) -> list[str]:
+    """Docnames of notebooks whose ledger entry is stale, missing or from another profile, in a
+    ``book``-profile build that executes from the cache into the ledger (``make book``); their
+    cache records are removed so that they execute again."""
+    if app.config.nb_execution_mode != "cache" or profiles.resolve(None) != ledger.LEDGER_PROFILE:
+        return []
+    if paths.results_dir().resolve() != _ledger_dir().resolve():
+        return []
+    redo = [p.notebook for p in ledger.check(_ledger_dir())
+            if p.kind in ("stale", "missing", "profile", "unreadable")]
+    if not redo:
+        return []
+    cache_path = app.config.nb_execution_cache_path or ".jupyter_cache"
+    root = paths.repo_root()
+    targets = {str((root / "notebooks" / f"{n}.ipynb").resolve()) for n in redo}
+    try:
+        from jupyter_cache import get_cache
+
+        cache = get_cache(cache_path)
+        for rec in cache.list_cache_records():
+            if str(Path(rec.uri).resolve()) in targets:
+                cache.remove_cache_record(rec.pk)
+    except Exception as e:  # noqa: BLE001 - no cache yet: everything executes anyway
+        print(f"iclr25: could not prune the execution cache {cache_path}: {e}")
+    print(f"iclr25: {len(redo)} notebook(s) with a stale or missing book result execute again: "
+          + ", ".join(redo))
+    return [f"notebooks/{n}" for n in redo]
+
+
+def _summary(app, exception):
+    """Print (and write to ``<outdir>/../execution.txt``) one line per notebook of this build:
+    how it ran, its time, and what failed."""
+    if app.builder.format != "html":
+        return
+    rows = []
+    results_dir = paths.results_dir()
+    for docname in sorted(app.env.found_docs):
+        data = _exec_data(app.env, docname)
+        if data is None:
+            continue
+        runtime = data.get("runtime")
+        failed = []
+        ident = docname.removeprefix("notebooks/")
+        f = results_dir / f"{ident}.json"
+        if f.is_file():
+            try:
+                import json
+
+                failed = [c.get("claim", "?") for c in ledger.failed_claims(json.loads(f.read_text()))]
+            except ValueError:
+                pass
+        ok = data.get("succeeded", True)
+        status = "ok" if ok else f"FAILED ({data.get('error')})"
+        rows.append((ident, str(data.get("method")), runtime, status, failed))
+    if not rows:
+        return
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'notebook':<{width}}  {'method':<6}  {'time (s)':>8}  status"]
+    for ident, method, runtime, status, failed in rows:
+        t = f"{runtime:8.1f}" if isinstance(runtime, (int, float)) else f"{'-':>8}"
+        lines.append(f"{ident:<{width}}  {method:<6}  {t}  {status}")
+        lines += [f"{'':<{width}}    failed claim: {c}" for c in failed]
+    total = sum(r[2] for r in rows if isinstance(r[2], (int, float)))
+    n_failed = sum(not r[3].startswith("ok") for r in rows)
+    lines.append(f"{len(rows)} notebook(s), {total:.0f} s of execution (the cached ones: their time "
+                 f"when they ran), {n_failed} failed; profile {profiles.resolve(None)}")
+    text = "\n".join(lines)
+    print("\n" + text)
+    try:
+        (Path(app.outdir).parent / "execution.txt").write_text(text + "\n")
+    except OSError:
+        pass
 
 
 def _offline_mathjax(app, config):
@@ -219,4 +366,5 @@ def setup(app):
     app.connect("html-page-context", _drop_remote_scripts, priority=900)
     app.connect("env-before-read-docs", _read_results_last)
     app.connect("env-get-outdated", _always_outdated)
+    app.connect("build-finished", _summary)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -42,17 +42,20 @@ def _slot_hook(pad_id: int):
 
 
 def make_model(task: RetrievalTask, n_layers: int, *, d_model: int = 64, n_heads: int = 2,
-               d_ff: int | None = None, seed: int = 0) -> TinyGPT:
+               d_ff: int | None = None, init_std: float | None = None, seed: int = 0) -> TinyGPT:
     """A :class:`~iclr25.tinygpt.TinyGPT` for ``task`` with multi-slot input positions.
 
     Introduced in ``02-depth-vs-difficulty``. ``model(X)`` takes ``(batch, K+1, 3)`` ids from
     :meth:`RetrievalTask.sample` (as a LongTensor) and returns logits ``(batch, K+1, vocab)``;
-    the answer is read at the last position. Weights are initialised under ``seed``.
+    the answer is read at the last position. Weights are initialised under ``seed``, with
+    ``init_std`` as in :class:`~iclr25.tinygpt.TinyGPTConfig` (``None``: GPT-2's scheme; a
+    number, e.g. TransformerLens's ``0.8 / sqrt(d_model)``: that std for every weight).
     """
     if int(n_layers) != n_layers or n_layers < 1:
         raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
     cfg = TinyGPTConfig(vocab_size=task.vocab_size, d_model=d_model, n_layers=int(n_layers),
-                        n_heads=n_heads, d_ff=d_ff or 2 * d_model, max_len=task.seq_len)
+                        n_heads=n_heads, d_ff=d_ff or 2 * d_model, max_len=task.seq_len,
+                        init_std=init_std)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = TinyGPT(cfg)

@@ -1,0 +1,202 @@
+"""The results ledger: input hashes, staleness, the CI comparison and the CI pick."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iclr25 import ledger, paths
+from iclr25.claims import Claims
+
+
+def _notebook(path: Path, *codes: str) -> None:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# title"}]
+    cells += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+               "source": c} for c in codes]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+@pytest.fixture()
+def book(tmp_path):
+    """A tiny book: package iclr25 with a core module, a chapter subpackage importing it
+    relatively and lazily, two notebooks (one uses the chapter, one only the core)."""
+    pkg = tmp_path / "lib" / "iclr25"
+    (pkg / "chap").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""pkg"""\n')
+    (pkg / "core.py").write_text("X = 1\n")
+    (pkg / "tinygpt.py").write_text("def f():\n    return 2\n")
+    (pkg / "unused.py").write_text("Y = 3\n")
+    (pkg / "chap" / "__init__.py").write_text("from .model import g\n")
+    (pkg / "chap" / "model.py").write_text(
+        "from ..core import X\n\ndef g():\n    from iclr25 import tinygpt  # lazy\n    return tinygpt.f()\n")
+    (tmp_path / "constraints.txt").write_text("numpy==2.0\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    _notebook(tmp_path / "notebooks" / "01-a" / "01-uses-chap.ipynb",
+              "profile = None", "%matplotlib inline\nimport iclr25.chap as c\nfrom iclr25.core import X")
+    _notebook(tmp_path / "notebooks" / "01-a" / "02-core-only.ipynb", "from iclr25 import core")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/01-a/01-uses-chap\n"
+        "  - file: notebooks/01-a/02-core-only\n")
+    return tmp_path
+
+
+def _commit_result(root: Path, ident: str, pkg: Path, *, holds=True, profile="book") -> Path:
+    chapter, notebook = ident.split("/")
+    data = {"schema": 1, "chapter": chapter, "notebook": notebook, "profile": profile,
+            "claims": [{"claim": "c", "source": "Fig. 1", "paper": 1, "ours": 1, "holds": holds,
+                        "must_hold": True, "note": ""}],
+            "inputs": ledger.inputs_record(chapter, notebook, root, pkg)}
+    out = root / "results" / chapter / f"{notebook}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data))
+    return out
+
+
+def test_module_deps_follow_relative_lazy_and_parent_imports(book):
+    pkg = book / "lib" / "iclr25"
+    deps = ledger.module_deps({"iclr25.chap"}, pkg)
+    assert sorted(deps) == ["iclr25", "iclr25.chap", "iclr25.chap.model", "iclr25.core",
+                            "iclr25.tinygpt"]
+    nb = book / "notebooks" / "01-a" / "01-uses-chap.ipynb"
+    assert ledger.notebook_imports(nb) == {"iclr25.chap", "iclr25.core", "iclr25.core.X"}
+    files = [p.relative_to(book).as_posix() for p in ledger.input_files("01-a", "02-core-only", book, pkg)]
+    assert files == ["notebooks/01-a/02-core-only.ipynb", "lib/iclr25/__init__.py",
+                     "lib/iclr25/core.py", "constraints.txt"]
+
+
+def test_notebook_hash_ignores_outputs_but_not_sources(book):
+    nb = book / "notebooks" / "01-a" / "02-core-only.ipynb"
+    pkg = book / "lib" / "iclr25"
+    before = ledger.inputs_record("01-a", "02-core-only", book, pkg)
+    data = json.loads(nb.read_text())
+    data["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi"}]
+    data["cells"][1]["execution_count"] = 7
+    data["metadata"]["kernelspec"] = {"name": "python3"}
+    nb.write_text(json.dumps(data))
+    assert ledger.inputs_record("01-a", "02-core-only", book, pkg) == before
+    data["cells"][1]["source"] = "from iclr25 import core  # edited"
+    nb.write_text(json.dumps(data))
+    assert ledger.inputs_record("01-a", "02-core-only", book, pkg)["digest"] != before["digest"]
+
+
+def test_check_names_exactly_the_notebooks_an_edit_makes_stale(book):
+    pkg = book / "lib" / "iclr25"
+    for ident in ("01-a/01-uses-chap", "01-a/02-core-only"):
+        _commit_result(book, ident, pkg)
+    assert ledger.check(root=book, package_dir=pkg) == []
+    with open(pkg / "tinygpt.py", "a") as f:
+        f.write("# a change\n")
+    problems = ledger.check(root=book, package_dir=pkg)
+    assert [(p.notebook, p.kind, p.changed) for p in problems] == \
+        [("01-a/01-uses-chap", "stale", ["lib/iclr25/tinygpt.py"])]
+    assert "lib/iclr25/tinygpt.py" in str(problems[0])
+    # re-running it (here: re-recording its inputs) makes the ledger current again
+    _commit_result(book, "01-a/01-uses-chap", pkg)
+    assert ledger.check(root=book, package_dir=pkg) == []
+    # the pinned environment is an input of every notebook
+    (book / "constraints.txt").write_text("numpy==2.1\n")
+    assert {p.notebook for p in ledger.check(root=book, package_dir=pkg)} == \
+        {"01-a/01-uses-chap", "01-a/02-core-only"}
+
+
+def test_check_reports_missing_profile_failed_and_orphan(book):
+    pkg = book / "lib" / "iclr25"
+    _commit_result(book, "01-a/01-uses-chap", pkg, holds=False)
+    _commit_result(book, "01-a/02-core-only", pkg, profile="smoke")
+    orphan = book / "results" / "01-a" / "03-gone.json"
+    orphan.write_text("{}")
+    kinds = {p.notebook: p.kind for p in ledger.check(root=book, package_dir=pkg)}
+    assert kinds == {"01-a/01-uses-chap": "failed", "01-a/02-core-only": "profile",
+                     "01-a/03-gone": "orphan"}
+    orphan.unlink()
+    (book / "results" / "01-a" / "02-core-only.json").unlink()
+    kinds = {p.notebook: p.kind for p in ledger.check(root=book, package_dir=pkg)}
+    assert kinds["01-a/02-core-only"] == "missing"
+
+
+def test_the_real_ledger_goes_stale_on_a_tinygpt_edit(tmp_path):
+    """Against the committed results: current as committed; after an edit to tinygpt.py, stale for
+    exactly the book notebooks that import it (directly or through a chapter module)."""
+    root = paths.repo_root()
+    for name in ("lib", "notebooks", "results"):
+        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("constraints.txt", "_toc.yml", "pyproject.toml"):
+        shutil.copy(root / name, tmp_path / name)
+    pkg = tmp_path / "lib" / "iclr25"
+    assert [str(p) for p in ledger.check(root=tmp_path, package_dir=pkg)] == []
+    users = {ident for ident in ledger.book_notebooks(tmp_path)
+             if "lib/iclr25/tinygpt.py" in ledger.input_hashes(*ident.split("/"), tmp_path, pkg)}
+    assert "11-retrieval-problem/03-head-emergence" in users
+    with open(pkg / "tinygpt.py", "a") as f:
+        f.write("\n# an edit\n")
+    problems = ledger.check(root=tmp_path, package_dir=pkg)
+    assert {p.notebook for p in problems} == users
+    assert all(p.kind == "stale" and p.changed == ["lib/iclr25/tinygpt.py"] for p in problems)
+
+
+def _result(*claims):
+    return {"claims": [dict(zip(("claim", "holds", "ours", "tol"), c)) for c in claims]}
+
+
+def test_compare_fails_on_a_flipped_finding():
+    committed = _result(("a", True, 0.9, None), ("b", False, 0.1, None))
+    assert ledger.compare(committed, _result(("a", True, 0.8, None), ("b", False, 0.2, None))) == []
+    flipped = ledger.compare(committed, _result(("a", False, 0.4, None), ("b", False, 0.1, None)))
+    assert len(flipped) == 1 and flipped[0].startswith("held, now does not: a")
+    # a claim that did not hold and now does is no regression
+    assert ledger.compare(committed, _result(("a", True, 0.9, None), ("b", True, 0.9, None))) == []
+    gone = ledger.compare(committed, _result(("b", False, 0.1, None)))
+    assert gone == ["claim no longer recorded: a"]
+
+
+def test_compare_holds_numbers_to_their_stated_tolerance():
+    committed = _result(("acc", True, [0.99, 0.98], 0.02), ("n", True, 5, 0))
+    assert ledger.compare(committed, _result(("acc", True, [0.975, 1.0], None), ("n", True, 5, None))) == []
+    moved = ledger.compare(committed, _result(("acc", True, [0.96, 0.98], None), ("n", True, 6, None)))
+    assert [m.split(":")[0] for m in moved] == ["moved beyond tol 0.02", "moved beyond tol 0"]
+    odd = ledger.compare(committed, _result(("acc", True, "n/a", None), ("n", True, 5, None)))
+    assert len(odd) == 1 and odd[0].startswith("not comparable within tol 0.02")
+
+
+def test_claims_record_a_tolerance_and_reject_a_bad_one():
+    c = Claims("01-a", "01-x", "smoke")
+    assert c.check("x", source="Fig. 1", paper=1, ours=1.0, holds=True, tol=0.5).tol == 0.5
+    with pytest.raises(ValueError, match="tol must be a non-negative number"):
+        c.check("y", source="Fig. 1", paper=1, ours=1.0, holds=True, tol=-1)
+
+
+def test_rotation_walks_through_every_notebook():
+    items = [f"c/{i}" for i in range(7)]
+    day = dt.date(2026, 12, 1)
+    picks = [ledger.rotation(items, 2, day + dt.timedelta(days=d)) for d in range(7)]
+    assert all(len(p) == 2 and len(set(p)) == 2 for p in picks)
+    assert set().union(*picks) == set(items)
+    assert ledger.rotation(items, 2, day) == ledger.rotation(items, 2, day)
+    assert ledger.rotation([], 2, day) == []
+
+
+def test_pick_for_ci_takes_the_last_results_commit_within_budget(book):
+    pkg = book / "lib" / "iclr25"
+    git = lambda *a: subprocess.run(["git", *a], cwd=book, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "0")
+    day = dt.date(2026, 12, 1)
+    # no commit touched results/: two by rotation
+    picked, why = ledger.pick_for_ci(book, day=day)
+    assert sorted(picked) == ["01-a/01-uses-chap", "01-a/02-core-only"] and "rotation" in why
+    for ident, secs in (("01-a/01-uses-chap", 600.0), ("01-a/02-core-only", 500.0)):
+        f = _commit_result(book, ident, pkg)
+        f.write_text(json.dumps({**json.loads(f.read_text()), "elapsed_s": secs}))
+    git("add", "results")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "results")
+    assert ledger.changed_in_last_results_commit(book) == ["01-a/01-uses-chap", "01-a/02-core-only"]
+    picked, why = ledger.pick_for_ci(book, budget_s=900, day=day)
+    assert len(picked) == 1 and "changed in the last commit" in why and "1 of 2 fit" in why
+    picked, _ = ledger.pick_for_ci(book, budget_s=2000, day=day)
+    assert sorted(picked) == ["01-a/01-uses-chap", "01-a/02-core-only"]
