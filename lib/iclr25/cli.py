@@ -382,12 +382,15 @@ def _cmd_refresh_results(args) -> int:
             print("  ledger: not updated (the notebook saved no result)")
         bad += not res.ok
     print(f"{len(todo) - bad}/{len(todo)} notebook(s) ran to the end; runs: {_rel(parent)}/")
-    if folder.resolve() == (paths.repo_root() / "results").resolve():
+    readme = paths.repo_root() / "README.md"
+    if folder.resolve() == (paths.repo_root() / "results").resolve() and readme.is_file():
         from . import claims, scorecard
 
-        readme = paths.repo_root() / "README.md"
-        readme.write_text(scorecard.update_readme(readme.read_text(), claims.load_results(folder)))
-        print(f"updated the results table of {_rel(readme)}")
+        try:
+            readme.write_text(scorecard.update_readme(readme.read_text(), claims.load_results(folder)))
+            print(f"updated the results table of {_rel(readme)}")
+        except ValueError as e:
+            print(f"README.md not updated: {e}")
     return 0 if bad == 0 else 1
 
 

@@ -7,6 +7,8 @@ that can move its numbers --
 - the notebook's cells (type and source; outputs and metadata are not inputs),
 - every module of the ``iclr25`` package it imports, transitively (an ``import`` anywhere in a
   module counts, lazy ones included, as does the ``__init__.py`` of every package on the way),
+  named ``lib/iclr25/...`` wherever the package is installed; this module itself is left out: it
+  writes the record and cannot move a number (a change to how it hashes shows as stale anyway),
 - ``constraints.txt`` (the pinned environment),
 
 and their combined ``digest``. :func:`check` recomputes them from the working tree and names each
@@ -142,6 +144,7 @@ def input_files(chapter: str, notebook: str, root: Path | None = None,
     if not nb.is_file():
         raise FileNotFoundError(f"no notebook {nb}")
     mods = module_deps(notebook_imports(nb), package_dir)
+    mods.pop(__name__, None)
     return [nb, *mods.values(), root / CONSTRAINTS]
 
 
@@ -168,7 +171,15 @@ def input_hashes(chapter: str, notebook: str, root: Path | None = None,
                  package_dir: Path | None = None) -> dict[str, str]:
     """``{path relative to the root: sha256}`` of :func:`input_files`."""
     root = root or _root()
-    return {_rel(p, root): _file_hash(p) for p in input_files(chapter, notebook, root, package_dir)}
+    package_dir = (package_dir or _package_dir()).resolve()
+    out = {}
+    for p in input_files(chapter, notebook, root, package_dir):
+        try:  # a module: by its place in the package, the same in a checkout and site-packages
+            key = f"lib/{PACKAGE}/" + p.resolve().relative_to(package_dir).as_posix()
+        except ValueError:
+            key = _rel(p, root)
+        out[key] = _file_hash(p)
+    return out
 
 
 def _digest(hashes: Mapping[str, str]) -> str:

@@ -171,3 +171,53 @@ def test_scorecard_command(book, capsys, tmp_path):
     csv = capsys.readouterr().out
     assert csv.splitlines()[0] == "chapter,notebook,claim,source,paper,ours,holds,must hold,note,profile"
     assert main(["scorecard", "--results", folder, "--format", "html"]) == 2
+
+
+def test_the_results_ledger_end_to_end(book, capsys):
+    """check-results fails on a missing result, refresh-results fills it at the book profile,
+    an edit to the notebook makes it stale, and verify-results fails when a re-run flips a claim."""
+    assert main(["check-results"]) == 1
+    out = capsys.readouterr().out
+    assert "99-test/01-tiny: missing" in out and "iclr25 refresh-results 99-test/01-tiny" in out
+
+    assert main(["refresh-results"]) == 0
+    assert "ledger: " + str(book / "results" / "99-test" / "01-tiny.json") in capsys.readouterr().out
+    saved = json.loads((book / "results" / "99-test" / "01-tiny.json").read_text())
+    assert saved["profile"] == "book"
+    assert list(saved["inputs"]["files"]) == ["notebooks/99-test/01-tiny.ipynb",
+                                              "lib/iclr25/__init__.py", "lib/iclr25/claims.py",
+                                              "lib/iclr25/paths.py",
+                                              "lib/iclr25/profiles.py", "constraints.txt"]
+    assert main(["check-results"]) == 0
+    assert "are current" in capsys.readouterr().out
+
+    assert main(["verify-results", "99-test/01-tiny"]) == 0
+    assert "1/1 re-run(s) reproduce" in capsys.readouterr().out
+
+    path = book / "notebooks" / "99-test" / "01-tiny.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = nb.cells[0].source.replace("lr = 1e-3", "lr = 2e-2")
+    nbformat.write(nb, path)
+    assert main(["check-results"]) == 1
+    out = capsys.readouterr().out
+    assert "99-test/01-tiny: stale: inputs changed since it ran: notebooks/99-test/01-tiny.ipynb" in out
+
+    assert main(["verify-results", "99-test/01-tiny"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: 99-test/01-tiny" in out and "held, now does not: lr is below 0.01" in out
+
+
+def test_readme_block_is_rewritten_from_the_results(tmp_path):
+    from iclr25.scorecard import README_BEGIN, README_END, readme_block, update_readme
+
+    results = [json.loads(p.read_text()) for p in sorted(_results(tmp_path).glob("*/*.json"))]
+    block = readme_block(results)
+    assert block.startswith(README_BEGIN) and block.endswith(README_END)
+    assert "| 18-relu-landscape | 1 | 1 / 2 | 0 | smoke |" in block
+    assert "| 06-topk-sae | 1 | 1 / 1 | 0 | book |" in block
+    assert "| **all** | 2 | 2 / 3 | 0 | |" in block
+    text = f"# title\n\n{README_BEGIN}\nold\n{README_END}\n\nrest\n"
+    new = update_readme(text, results)
+    assert new == f"# title\n\n{block}\n\nrest\n" and update_readme(new, results) == new
+    with pytest.raises(ValueError, match="no results block"):
+        update_readme("# no markers\n", results)
