@@ -1,0 +1,96 @@
+"""`make book`'s contract on a two-notebook book built with the real jupyter-book: a notebook that
+fails does not stop the build; its page shows its output up to the failure and its claims table
+with the failed row marked; the scorecard names it; the summary lists every notebook with its time;
+the exit status is non-zero."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+CONFIG = """\
+title: mini
+execute:
+  execute_notebooks: cache
+  timeout: 120
+  allow_errors: false
+  stderr_output: remove
+exclude_patterns: [_build, results]
+sphinx:
+  extra_extensions: [iclr25.sphinxext]
+  config:
+    nb_execution_raise_on_error: false
+    nb_execution_show_tb: true
+"""
+
+TOC = """\
+format: jb-book
+root: intro
+chapters:
+  - file: notebooks/99-t/01-ok
+  - file: notebooks/99-t/02-fails
+  - file: scorecard
+"""
+
+
+def _nb(path: Path, holds: bool) -> None:
+    body = textwrap.dedent(f"""\
+        from iclr25.claims import Claims
+        claims = Claims("99-t", "{path.stem}", None)
+        print("computed before the claims")
+        claims.check("the effect is there", source="Fig. 1", paper=1, ours=0.5, holds={holds})
+        claims.check("a side remark", source="Fig. 2", paper=1, ours=1, holds=True)
+        claims""")
+    nb = new_notebook(cells=[new_markdown_cell(f"# {path.stem}"), new_code_cell(body),
+                             new_code_cell("claims.save()"), new_code_cell("claims.assert_all()"),
+                             new_code_cell("print('after', 'the failure')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
+    root = tmp_path / "book"
+    root.mkdir()
+    (root / "_config.yml").write_text(CONFIG)
+    (root / "_toc.yml").write_text(TOC)
+    (root / "pyproject.toml").write_text("")
+    (root / "constraints.txt").write_text("")
+    (root / "intro.md").write_text("# Mini book\n")
+    (root / "scorecard.md").write_text("# Scorecard\n\n```{iclr25-scorecard}\n```\n")
+    _nb(root / "notebooks" / "99-t" / "01-ok.ipynb", holds=True)
+    _nb(root / "notebooks" / "99-t" / "02-fails.ipynb", holds=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("ICLR25_RESULTS_DIR",)}
+    env.update(ICLR25_ROOT=str(root), ICLR25_PROFILE="book", ICLR25_PROGRESS="0")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    proc = subprocess.run([str(jb), "build", str(root), "-W", "-n", "--keep-going"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log
+
+    html = root / "_build" / "html"
+    ok = (html / "notebooks" / "99-t" / "01-ok.html").read_text()
+    failed = (html / "notebooks" / "99-t" / "02-fails.html").read_text()
+    assert "computed before the claims" in ok and "ClaimFailed" not in ok
+    # the failing page: its output up to the failure, the claims table with the row marked,
+    # the error, and nothing after it
+    assert "computed before the claims" in failed
+    assert "iclr25-claim-failed" in failed and "FAILED" in failed
+    assert "ClaimFailed" in failed and "after the failure" not in failed
+    scorecard = (html / "scorecard.html").read_text()
+    assert "Notebooks that failed in this build" in scorecard and "02-fails" in scorecard
+    assert "3 of 4 claims held" in scorecard
+
+    summary = (root / "_build" / "execution.txt").read_text()
+    lines = summary.splitlines()
+    assert any(ln.startswith("99-t/01-ok") and ln.rstrip().endswith("ok") for ln in lines), summary
+    assert any(ln.startswith("99-t/02-fails") and "FAILED" in ln for ln in lines), summary
+    assert "failed claim: the effect is there" in summary
+    assert "2 notebook(s)" in summary and "1 failed" in summary
+    assert "99-t/02-fails" in log  # printed at the end of the build too
