@@ -5,6 +5,7 @@
 #                    notebook (smoke profile) + the rendered book in headless Chromium
 #   make results     re-run, at the book profile, every notebook whose committed result is stale
 #   make verify      CI: re-run some book notebooks, compare with their committed results
+#   make robustness  every notebook over seeds 0,1,2 (smoke): per finding, held in k of 3 seeds
 #   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
 #   make bench       all benchmarks (installs the bench extra)
 #   make book-force  clear the execution cache, then make book
@@ -26,7 +27,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
 .PHONY: install book book-force smoke test ledger unit render browser notebooks bench clean \
-  results verify
+  results verify robustness
 
 install: $(STAMP)
 
@@ -68,6 +69,10 @@ results: $(STAMP)
 
 verify: $(STAMP)
 	$(BIN)/iclr25 verify-results --budget 900
+
+# not part of CI: results/robustness/<chapter>/<notebook>.json, shown on the scorecard page
+robustness: $(STAMP)
+	$(BIN)/iclr25 robustness --seeds 0,1,2 --profile smoke
 
 unit: $(STAMP)
 	$(BIN)/pytest tests -q --ignore=tests/browser

@@ -1,18 +1,29 @@
 """A paper's claims as checks that can fail, saved for the scorecard.
 
-A notebook states each claim of the paper it reproduces: the claim in words, where the paper
-makes it (``"Table 2"``, ``"Fig. 3"``), the paper's number, ours (from this run, never typed in),
-whether it holds, and whether it *must* hold at the profile being run. A claim that cannot hold at
-small scale is recorded with ``must_hold=False`` and the reason in ``note`` -- never dropped.
+A notebook states each claim of the paper it reproduces: the claim in words, its ``kind``, where
+the paper makes it (``"Table 2"``, ``"Fig. 3"``), the paper's number, ours (from this run, never
+typed in), whether it holds, and whether it *must* hold at the profile being run. A claim that
+cannot hold at small scale is recorded with ``must_hold=False`` and the reason in ``note`` --
+never dropped.
+
+``kind`` is required:
+
+- ``"finding"``: a result of the paper that could have come out otherwise in our run -- a
+  comparison against a baseline a researcher of the field would call fair, a rate, a sign, a
+  shape, a number within a tolerance. The scorecard counts findings.
+- ``"check"``: a property guaranteed by construction, an identity, or an implementation agreement
+  (fast path = reference). It belongs in the unit tests; where it also helps the reader it stays
+  in the notebook, shown apart and never counted as a reproduction.
 
 The notebook ends with :meth:`Claims.save` (JSON under ``results/<chapter>/<notebook>.json``) and
 :meth:`Claims.assert_all`, which raises :class:`ClaimFailed` listing the must-hold claims that
 failed, so a wrong result fails the notebook (and CI).
 
-Result file schema (``"schema": 1``)::
+Result file schema (``"schema": 2``; schema 1, without ``kind``, is still read, its claims as
+``kind: "unclassified"``)::
 
     {
-      "schema": 1,
+      "schema": 2,
       "chapter": "18-relu-landscape",        # notebooks/<chapter>/
       "notebook": "01-saddle-to-saddle",     # file stem
       "profile": "smoke" | "book" | "paper",
@@ -22,7 +33,8 @@ Result file schema (``"schema": 1``)::
       "elapsed_s": 83.2,                     # seconds from the kernel's start to the save
       "inputs": {"digest": str, "files": {path: sha256}},   # see iclr25.ledger; null outside the repo
       "claims": [
-        {"claim": str, "source": str, "paper": str | number | null, "ours": str | number | null,
+        {"claim": str, "kind": "finding" | "check", "source": str,
+         "paper": str | number | null, "ours": str | number | null,
          "holds": bool, "must_hold": bool, "note": str,
          "tol": number | null}               # how far "ours" may move between runs (absolute)
       ]
@@ -46,9 +58,12 @@ from typing import Any, Iterable
 
 from . import paths, profiles
 
-__all__ = ["Claim", "Claims", "ClaimFailed", "load_results", "SCHEMA"]
+__all__ = ["Claim", "Claims", "ClaimFailed", "load_results", "upgrade", "SCHEMA", "KINDS"]
 
-SCHEMA = 1
+SCHEMA = 2
+#: the kinds of claim (see the module docstring); schema-1 results read as "unclassified"
+KINDS = ("finding", "check")
+UNCLASSIFIED = "unclassified"
 
 
 class ClaimFailed(AssertionError):
@@ -82,6 +97,7 @@ class Claim:
     """One checked claim (see the module docstring for the fields)."""
 
     claim: str
+    kind: str
     source: str
     paper: Any
     ours: Any
@@ -121,17 +137,25 @@ class Claims:
     def __post_init__(self) -> None:
         self.profile = profiles.resolve(self.profile)
 
-    def check(self, claim: str, *, source: str, paper: Any, ours: Any, holds: bool,
-              must_hold: bool | Iterable[str] = True, note: str = "",
+    def check(self, claim: str, *, kind: str | None = None, source: str, paper: Any, ours: Any,
+              holds: bool, must_hold: bool | Iterable[str] = True, note: str = "",
               tol: float | None = None) -> Claim:
         """Record one claim.
 
-        ``must_hold`` is a bool or the profiles in which the claim must hold, e.g.
+        ``kind`` (required): ``"finding"``, a result of the paper that could have come out
+        otherwise in this run, or ``"check"``, a property that holds by construction, an identity
+        or fast path = reference (see the module docstring). ``must_hold`` is a bool or the profiles in which the claim must hold, e.g.
         ``("book", "paper")`` for a claim that needs the book's scale. ``holds`` must be
         computed from this run's numbers. ``tol``: how far ``ours`` (a number or a list of
         numbers) may move when the same profile is re-run (absolute, elementwise); CI re-runs
         book notebooks and fails beyond it (:func:`iclr25.ledger.compare`).
         """
+        if kind not in KINDS:
+            raise ValueError(
+                f"kind must be one of {', '.join(map(repr, KINDS))} for claim {claim!r}, got {kind!r}: "
+                "'finding' = a result of the paper that could have come out otherwise in this run "
+                "(against a fair baseline, a rate, a sign, a number within a tolerance); 'check' = "
+                "true by construction, an identity, or fast path = reference")
         if tol is not None and not (isinstance(tol, numbers.Real) and float(tol) >= 0):
             raise ValueError(f"tol must be a non-negative number or None, got {tol!r}")
         if not isinstance(must_hold, bool):
@@ -141,7 +165,7 @@ class Claims:
                 raise profiles.ProfileError(
                     f"unknown profile(s) {bad} in must_hold; valid: {', '.join(profiles.PROFILES)}")
             must_hold = self.profile in wanted
-        item = Claim(claim=claim, source=source, paper=_plain(paper), ours=_plain(ours),
+        item = Claim(claim=claim, kind=kind, source=source, paper=_plain(paper), ours=_plain(ours),
                      holds=bool(holds), must_hold=bool(must_hold), note=note,
                      tol=None if tol is None else float(tol))
         self.items = [c for c in self.items if c.claim != claim] + [item]
@@ -160,11 +184,12 @@ class Claims:
         """The claims as a ``pandas.DataFrame`` (paper vs ours), for display."""
         import pandas as pd
 
-        rows = [{"claim": c.claim, "source": c.source, "paper": c.paper, "ours": c.ours,
+        rows = [{"claim": c.claim, "kind": c.kind, "source": c.source, "paper": c.paper,
+                 "ours": c.ours,
                  "holds": "yes" if c.holds else "no",
                  "must hold": "yes" if c.must_hold else "no", "status": c.status,
                  "note": c.note} for c in self.items]
-        return pd.DataFrame(rows, columns=["claim", "source", "paper", "ours", "holds",
+        return pd.DataFrame(rows, columns=["claim", "kind", "source", "paper", "ours", "holds",
                                            "must hold", "status", "note"])
 
     def _repr_html_(self) -> str:
@@ -241,16 +266,32 @@ def _inputs(chapter: str, notebook: str) -> dict | None:
         return None
 
 
+def upgrade(data: dict) -> dict:
+    """A result dict in the current schema: a schema-1 file's claims get
+    ``kind: "unclassified"`` (they were written before claims had a kind)."""
+    schema = data.get("schema")
+    if schema == SCHEMA:
+        return data
+    if schema == 1:
+        claims = [{**c, "kind": c.get("kind") or UNCLASSIFIED} for c in data.get("claims", [])]
+        return {**data, "schema": SCHEMA, "claims": claims}
+    raise ValueError(f"schema {schema!r}, expected {SCHEMA} (or 1)")
+
+
 def load_results(directory: str | Path | None = None) -> list[dict]:
-    """All result files under ``directory`` (default: ``results/``), sorted by chapter and notebook."""
+    """All result files under ``directory`` (default: ``results/``), sorted by chapter and
+    notebook, in the current schema (:func:`upgrade`)."""
     base = Path(directory) if directory is not None else paths.results_dir()
     out = []
     for p in sorted(base.glob("*/*.json")):
+        if not p.parent.name[:2].isdigit():  # results/robustness/, results/bench/ ...
+            continue
         try:
             data = json.loads(p.read_text())
         except json.JSONDecodeError as e:
             raise ValueError(f"{p}: not a valid claims file ({e})") from e
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"{p}: schema {data.get('schema')!r}, expected {SCHEMA}")
-        out.append(data)
+        try:
+            out.append(upgrade(data))
+        except ValueError as e:
+            raise ValueError(f"{p}: {e}") from e
     return out

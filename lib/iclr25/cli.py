@@ -10,6 +10,7 @@
     iclr25 check-results                  # is every committed book result current? (make test)
     iclr25 refresh-results [NOTEBOOK...]  # re-run stale notebooks at the book profile into results/
     iclr25 verify-results [--budget S]    # CI: re-run some book notebooks, compare with results/
+    iclr25 robustness [CHAPTER...] --seeds 0,1,2 --profile smoke   # per finding: held in k of n seeds
 
 Also ``python -m iclr25 ...``. The work is done by :mod:`iclr25.batch` and :mod:`iclr25.scorecard`.
 """
@@ -154,6 +155,24 @@ def build_parser() -> argparse.ArgumentParser:
                     help="book-profile run time to spend, by the durations the ledger recorded "
                          "(default: 900)")
     vr.add_argument("--results", metavar="DIR", help="the ledger (default: results/)")
+
+    rb = sub.add_parser("robustness", help="run notebooks over seeds: per finding, held in k of n",
+                        formatter_class=_Formatter,
+                        description="Run every notebook of the chapters (default: the whole book) "
+                                    "over the seeds, through\nthe sweep (local processes or Dask), "
+                                    "and write per notebook, per claim, in\nhow many seeds it held "
+                                    "to results/robustness/<chapter>/<notebook>.json\n(the "
+                                    "scorecard page shows it beside each finding).")
+    rb.add_argument("chapters", nargs="*", metavar="CHAPTER",
+                    help="chapters by name or number (18-relu-landscape, 18), or single notebooks "
+                         "(18-relu-landscape/01-saddle-to-saddle); default: the whole book")
+    rb.add_argument("--seeds", default="0,1,2", metavar="S1,S2,...",
+                    help="the seeds (default: 0,1,2)")
+    rb.add_argument("--profile", default="smoke",
+                    help=f"one of {', '.join(profiles.PROFILES)} (default: smoke)")
+    rb.add_argument("--workers", type=int, metavar="N", help="local processes per sweep (default: min(seeds, CPUs))")
+    rb.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786")
+    rb.add_argument("--results", metavar="DIR", help="where results/robustness/ goes (default: results/)")
     return parser
 
 
@@ -434,9 +453,42 @@ def _cmd_verify_results(args) -> int:
     return 0 if failures == 0 else 1
 
 
+def _cmd_robustness(args) -> int:
+    from . import batch, ledger, profiles as _profiles, robustness
+
+    try:
+        seeds = [batch.parse_value(x) for x in args.seeds.split(",") if x.strip()]
+        if not seeds:
+            return _error("--seeds needs at least one seed, e.g. --seeds 0,1,2")
+        profile = _profiles.resolve(args.profile)
+        book = ledger.book_notebooks()
+        chapters = sorted({nb.split("/")[0] for nb in book})
+        wanted, single = [], []
+        for ch in args.chapters:
+            if "/" in ch:  # one notebook: CHAPTER/NOTEBOOK
+                ident = batch.notebook_id(batch.resolve_notebook(ch))
+                if ident not in book:
+                    return _error(f"{ch!r} is not a notebook of the book")
+                single.append(ident)
+                continue
+            match = [c for c in chapters if c == ch or c.split("-")[0] == ch.zfill(2)]
+            if len(match) != 1:
+                return _error(f"{ch!r} is not a chapter of the book; chapters: {', '.join(chapters)}")
+            wanted.append(match[0])
+        todo = [nb for nb in book if (not wanted and not single) or nb.split("/")[0] in wanted
+                or nb in single]
+        robustness.run(todo, seeds, profile=profile, workers=args.workers, scheduler=args.scheduler,
+                       directory=Path(args.results) if args.results else None, progress=_progress())
+    except (ValueError, FileNotFoundError) as e:
+        return _error(str(e))
+    print(f"robustness: {len(todo)} notebook(s) over seeds {seeds} at {profile}; files under "
+          f"{_rel((Path(args.results) if args.results else paths.repo_root() / 'results') / robustness.FOLDER)}/")
+    return 0
+
+
 COMMANDS = {"run": _cmd_run, "sweep": _cmd_sweep, "list": _cmd_list, "scorecard": _cmd_scorecard,
             "check-results": _cmd_check_results, "refresh-results": _cmd_refresh_results,
-            "verify-results": _cmd_verify_results}
+            "verify-results": _cmd_verify_results, "robustness": _cmd_robustness}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -281,6 +281,8 @@ def check(results_dir: Path | None = None, root: Path | None = None,
                                     + "; ".join(c.get("claim", "?") for c in failed)))
     if notebooks is None:
         for f in sorted(results_dir.glob("*/*.json")):
+            if not f.parent.name[:2].isdigit():  # results/robustness/, results/bench/ ...
+                continue
             ident = f"{f.parent.name}/{f.stem}"
             if ident not in wanted:
                 problems.append(Problem(ident, "orphan", f"{_rel(f, root)} has no notebook in the book"))

@@ -1,12 +1,16 @@
 """The scorecard: which of the papers' claims held in our runs, chapter by chapter.
 
+Only *findings* count as reproductions (results that could have come out otherwise); *checks*
+(true by construction, identities, fast path = reference) are shown apart. See
+:mod:`iclr25.claims` for the two kinds.
+
 Pure functions from the result dicts of :func:`iclr25.claims.load_results` to tables, shared by
 ``iclr25 scorecard`` and the book's scorecard page:
 
 >>> from iclr25.claims import load_results                     # doctest: +SKIP
 >>> results = load_results()                                   # doctest: +SKIP
->>> chapter_summary(results)   # chapter, notebooks, claims held, claims recorded, profile
->>> scorecard_table(results)   # one row per claim: paper vs ours, holds, must hold, note
+>>> chapter_summary(results)   # per chapter: findings held / recorded, must-hold ones, checks
+>>> scorecard_table(results)   # one row per claim: kind, paper vs ours, holds, must hold, note
 >>> print(render(results, "markdown"))
 """
 
@@ -16,27 +20,30 @@ import math
 import numbers
 from typing import Any, Iterable, Mapping
 
-__all__ = ["scorecard_table", "chapter_summary", "render", "markdown_table", "readme_block",
-           "update_readme", "README_BEGIN", "README_END", "TABLE_COLUMNS", "SUMMARY_COLUMNS",
-           "FORMATS"]
+__all__ = ["scorecard_table", "chapter_summary", "totals", "headline", "render", "markdown_table",
+           "readme_block", "update_readme", "README_BEGIN", "README_END", "TABLE_COLUMNS",
+           "SUMMARY_COLUMNS", "FORMATS"]
 
-TABLE_COLUMNS = ["chapter", "notebook", "claim", "source", "paper", "ours", "holds", "must hold",
-                 "note", "profile"]
-SUMMARY_COLUMNS = ["chapter", "notebooks", "claims held", "claims recorded", "profile"]
+TABLE_COLUMNS = ["chapter", "notebook", "claim", "kind", "source", "paper", "ours", "holds",
+                 "must hold", "note", "profile"]
+SUMMARY_COLUMNS = ["chapter", "notebooks", "findings held", "findings", "must-hold findings held",
+                   "must-hold findings", "checks held", "checks", "profile"]
 FORMATS = ("text", "markdown", "csv")
 
 
 def scorecard_table(results: Iterable[Mapping[str, Any]]):
-    """One row per claim of every result: ``chapter, notebook, claim, source, paper, ours,
-    holds, must hold, note, profile`` (``holds`` and ``must hold`` are booleans), in the order of
-    ``results`` (``load_results`` sorts them by chapter and notebook)."""
+    """One row per claim of every result: ``chapter, notebook, claim, kind, source, paper, ours,
+    holds, must hold, note, profile`` (``holds`` and ``must hold`` are booleans; ``kind`` is
+    ``finding``, ``check`` or, for a schema-1 file, ``unclassified``), in the order of ``results``
+    (``load_results`` sorts them by chapter and notebook)."""
     import pandas as pd
 
     rows = []
     for r in results:
         for c in r.get("claims", []):
             rows.append({"chapter": r.get("chapter"), "notebook": r.get("notebook"),
-                         "claim": c.get("claim"), "source": c.get("source"), "paper": c.get("paper"),
+                         "claim": c.get("claim"), "kind": c.get("kind") or "unclassified",
+                         "source": c.get("source"), "paper": c.get("paper"),
                          "ours": c.get("ours"), "holds": bool(c.get("holds")),
                          "must hold": bool(c.get("must_hold")), "note": c.get("note") or "",
                          "profile": r.get("profile")})
@@ -44,23 +51,50 @@ def scorecard_table(results: Iterable[Mapping[str, Any]]):
 
 
 def chapter_summary(results: Iterable[Mapping[str, Any]]):
-    """One row per chapter: ``chapter, notebooks, claims held, claims recorded, profile``
-    (``profile`` lists the profiles its notebooks ran at, e.g. ``"smoke"`` or ``"book, smoke"``)."""
+    """One row per chapter: ``chapter, notebooks, findings held, findings, must-hold findings
+    held, must-hold findings, checks held, checks, profile``. Only findings count as
+    reproductions; checks (true by construction) are counted apart; unclassified claims (schema 1)
+    are in neither. ``profile`` lists the profiles its notebooks ran at."""
     import pandas as pd
 
     by: dict[str, dict] = {}
     for r in results:
-        ch = by.setdefault(r.get("chapter"), {"notebooks": set(), "held": 0, "recorded": 0,
-                                              "profiles": set()})
+        ch = by.setdefault(r.get("chapter"), {"notebooks": set(), "profiles": set(),
+                                              **{k: 0 for k in SUMMARY_COLUMNS[2:-1]}})
         ch["notebooks"].add(r.get("notebook"))
         ch["profiles"].add(str(r.get("profile")))
-        claims = r.get("claims", [])
-        ch["recorded"] += len(claims)
-        ch["held"] += sum(bool(c.get("holds")) for c in claims)
-    rows = [{"chapter": name, "notebooks": len(v["notebooks"]), "claims held": v["held"],
-             "claims recorded": v["recorded"], "profile": ", ".join(sorted(v["profiles"]))}
+        for c in r.get("claims", []):
+            held = bool(c.get("holds"))
+            if c.get("kind") == "finding":
+                ch["findings"] += 1
+                ch["findings held"] += held
+                if c.get("must_hold"):
+                    ch["must-hold findings"] += 1
+                    ch["must-hold findings held"] += held
+            elif c.get("kind") == "check":
+                ch["checks"] += 1
+                ch["checks held"] += held
+    rows = [{"chapter": name, "notebooks": len(v["notebooks"]),
+             **{k: v[k] for k in SUMMARY_COLUMNS[2:-1]},
+             "profile": ", ".join(sorted(v["profiles"]))}
             for name, v in sorted(by.items(), key=lambda kv: str(kv[0]))]
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def totals(results: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The summary's columns summed over chapters (plus ``chapters``)."""
+    summary = chapter_summary(results)
+    out = {k: int(summary[k].sum()) for k in SUMMARY_COLUMNS[1:-1]}
+    out["chapters"] = len(summary)
+    return out
+
+
+def headline(results: Iterable[Mapping[str, Any]]) -> str:
+    """``"41 of 60 findings held (must hold: 30 of 30); 50 of 50 checks held, across 10 chapter(s)"``."""
+    t = totals(results)
+    return (f"{t['findings held']} of {t['findings']} findings held (must hold: "
+            f"{t['must-hold findings held']} of {t['must-hold findings']}); {t['checks held']} of "
+            f"{t['checks']} checks held, across {t['chapters']} chapter(s)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,31 +138,41 @@ def _text_table(df) -> str:
 
 
 def render(results: list[Mapping[str, Any]], fmt: str = "text") -> str:
-    """The scorecard as ``text`` (for a terminal), ``markdown`` or ``csv`` (the claims table)."""
+    """The scorecard as ``text`` (for a terminal), ``markdown`` or ``csv`` (the claims table):
+    per chapter, its findings (the reproduction), then its checks apart."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
     table = scorecard_table(results)
     if fmt == "csv":
         return table.to_csv(index=False)
     summary = chapter_summary(results)
-    held, recorded = int(summary["claims held"].sum()), int(summary["claims recorded"].sum())
-    head = f"{held} of {recorded} claims held across {len(summary)} chapter(s)"
-    claim_cols = ["notebook", "claim", "source", "paper", "ours", "holds", "must hold", "note"]
+    head = headline(results)
+    cols = ["notebook", "claim", "source", "paper", "ours", "holds", "must hold", "note"]
     out = []
     if fmt == "markdown":
         out += [f"**{head}**", "", markdown_table(summary)]
         for _, s in summary.iterrows():
-            rows = table[table["chapter"] == s["chapter"]][claim_cols]
-            out += ["", f"### {s['chapter']}: {s['claims held']}/{s['claims recorded']} claims held",
-                    "", markdown_table(rows)]
+            rows = table[table["chapter"] == s["chapter"]]
+            out += ["", f"### {s['chapter']}: {s['findings held']}/{s['findings']} findings held",
+                    "", markdown_table(rows[rows["kind"] == "finding"][cols])]
+            other = rows[rows["kind"] != "finding"]
+            if len(other):
+                out += ["", f"Checks ({s['checks held']}/{s['checks']} held; true by construction, "
+                            "not counted):", "", markdown_table(other[["kind"] + cols])]
         return "\n".join(out) + "\n"
     out += [f"Scorecard: {head}", ""]
     for _, s in summary.iterrows():
-        rows = table[table["chapter"] == s["chapter"]][claim_cols]
-        out.append(f"{s['chapter']}: {s['claims held']}/{s['claims recorded']} claims held "
-                   f"({s['notebooks']} notebook(s), profile {s['profile']})")
-        if len(rows):
-            out += ["  " + line for line in _text_table(rows).splitlines()]
+        rows = table[table["chapter"] == s["chapter"]]
+        out.append(f"{s['chapter']}: {s['findings held']}/{s['findings']} findings held, must hold "
+                   f"{s['must-hold findings held']}/{s['must-hold findings']}; checks "
+                   f"{s['checks held']}/{s['checks']} ({s['notebooks']} notebook(s), profile "
+                   f"{s['profile']})")
+        for label, part in (("findings", rows[rows["kind"] == "finding"]),
+                            ("checks and unclassified", rows[rows["kind"] != "finding"])):
+            if len(part):
+                out.append(f"  {label}:")
+                shown = part[cols] if label == "findings" else part[["kind"] + cols]
+                out += ["    " + line for line in _text_table(shown).splitlines()]
         out.append("")
     return "\n".join(out)
 
@@ -141,22 +185,21 @@ README_END = "<!-- results:end -->"
 
 
 def readme_block(results: list[Mapping[str, Any]]) -> str:
-    """The README's table of the committed book-profile results: per chapter, notebooks, claims
-    held / recorded, must-hold claims that failed, and the total, between the markers."""
+    """The README's table of the committed book-profile results: per chapter, notebooks, findings
+    held / recorded, must-hold findings held / recorded, checks held / recorded, and the total,
+    between the markers."""
     summary = chapter_summary(results)
-    failed = {}
-    for r in results:
-        failed[r.get("chapter")] = failed.get(r.get("chapter"), 0) + sum(
-            bool(c.get("must_hold")) and not c.get("holds") for c in r.get("claims", []))
     lines = [README_BEGIN, "",
-             "| chapter | notebooks | claims held / recorded | must-hold failed | profile |",
-             "|---|---|---|---|---|"]
+             "| chapter | notebooks | findings held | must-hold findings held | checks held | profile |",
+             "|---|---|---|---|---|---|"]
     for _, s in summary.iterrows():
-        lines.append(f"| {s['chapter']} | {s['notebooks']} | {s['claims held']} / "
-                     f"{s['claims recorded']} | {failed.get(s['chapter'], 0)} | {s['profile']} |")
-    held, rec = int(summary["claims held"].sum()), int(summary["claims recorded"].sum())
-    lines += [f"| **all** | {int(summary['notebooks'].sum())} | {held} / {rec} | "
-              f"{sum(failed.values())} | |", "", README_END]
+        lines.append(f"| {s['chapter']} | {s['notebooks']} | {s['findings held']} / {s['findings']} | "
+                     f"{s['must-hold findings held']} / {s['must-hold findings']} | "
+                     f"{s['checks held']} / {s['checks']} | {s['profile']} |")
+    t = totals(results)
+    lines += [f"| **all** | {t['notebooks']} | {t['findings held']} / {t['findings']} | "
+              f"{t['must-hold findings held']} / {t['must-hold findings']} | "
+              f"{t['checks held']} / {t['checks']} | |", "", README_END]
     return "\n".join(lines)
 
 

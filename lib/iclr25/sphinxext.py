@@ -4,7 +4,9 @@
 - ``{iclr25-scorecard}``: the claims of every chapter, paper vs ours, from the committed
   book-profile results (``results/``, the ledger of :mod:`iclr25.ledger`), each notebook's ledger
   status, and what failed in this build;
-- ``{iclr25-chapters}``: the chapter table with claims held / recorded, from the same results;
+- ``{iclr25-chapters}``: the chapter table with findings held / recorded, from the same results;
+- ``{iclr25-robustness} CHAPTER``: on a chapter page, its must-hold findings that held in fewer
+  than all seeds of the last ``iclr25 robustness`` run;
 - in a ``book``-profile build with the execution cache (``make book``), a notebook whose committed
   result is stale (an ``iclr25`` module it imports changed, say) is dropped from the cache and
   re-read, so it executes again even though its code cells did not change;
@@ -25,11 +27,11 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-from . import claims, ledger, paths, profiles, scorecard
+from . import claims, ledger, paths, profiles, robustness, scorecard
 from .chapters import CHAPTERS
 
 _RESULT_PAGES: set[str] = set()
-_DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters")
+_DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters", "iclr25-robustness")
 
 
 def _mathjax_dir() -> Path:
@@ -95,6 +97,11 @@ def _exec_data(env, docname: str) -> dict | None:
 
 
 class ScorecardDirective(_ResultsDirective):
+    """The scorecard page: the committed book-profile results, findings (what counts as a
+    reproduction) per chapter with their paper sources linked, the checks apart and collapsed,
+    each notebook's ledger status, a robustness column when ``iclr25 robustness`` has been run,
+    and what failed in this build."""
+
     def run(self):
         results = self._results()
         out = []
@@ -106,57 +113,126 @@ class ScorecardDirective(_ResultsDirective):
             out += ["```", ""]
         build = self._build_results()
         if build:
-            bs = scorecard.chapter_summary(build)
+            profs = ", ".join(sorted({str(r.get("profile")) for r in build}))
             bad = sum(len(ledger.failed_claims(r)) for r in build)
-            out += [f"*This build ran at profile {', '.join(sorted({str(r.get('profile')) for r in build}))}:* "
-                    f"{int(bs['claims held'].sum())} of {int(bs['claims recorded'].sum())} claims held, "
-                    f"{bad} must-hold claim(s) failed. The tables below are the committed "
-                    f"book-profile results.", ""]
+            out += [f"*This build ran at profile {profs}:* {scorecard.headline(build)}; {bad} "
+                    "must-hold claim(s) failed. The tables below are the committed book-profile "
+                    "results.", ""]
         if not results:
             return self._parse("\n".join(out + [
                 "*No committed results yet: build the book (`make book`) to fill this page.*"]))
         problems = {p.notebook: p for p in ledger.check(_ledger_dir())}
+        robust = robustness.load(_ledger_dir() / robustness.FOLDER)
         table = scorecard.scorecard_table(results)
         summary = scorecard.chapter_summary(results)
-        held, rec = int(summary["claims held"].sum()), int(summary["claims recorded"].sum())
         created = sorted(str(r.get("created", "")) for r in results)
-        out += [f"**{held} of {rec} claims held** across {len(summary)} chapter(s), profile "
-                f"{ledger.LEDGER_PROFILE} (the committed results, run between {created[0][:10]} and "
-                f"{created[-1][:10]}).", "", scorecard.markdown_table(summary), ""]
+        out += [f"**{scorecard.headline(results)}**, profile {ledger.LEDGER_PROFILE} (the committed "
+                f"results, run between {created[0][:10]} and {created[-1][:10]}). Only findings "
+                "count: results that could have come out otherwise. Checks hold by construction "
+                "(an identity, fast path = reference) and are listed apart.", "",
+                scorecard.markdown_table(summary), ""]
+        if robust:
+            out += [_robustness_line(robust), ""]
         if problems:
             out += ["```{admonition} Results not current", ":class: warning", "",
                     "These notebooks' committed results do not match the current sources "
                     "(`iclr25 check-results`):", ""]
             out += [f"- {p}" for p in problems.values()]
             out += ["```", ""]
-        cols = ["notebook", "claim", "source", "paper", "ours", "status", "must hold", "note"]
         table["status"] = ["held" if h else ("FAILED" if m else "not held")
                            for h, m in zip(table["holds"], table["must hold"])]
+        urls = _paper_urls(self.env)
+        table["source"] = [_link(src, urls.get(ch)) for src, ch in zip(table["source"], table["chapter"])]
+        table["seeds"] = [robust.get((ch, nb, claim), "") for ch, nb, claim in
+                          zip(table["chapter"], table["notebook"], table["claim"])]
+        cols = ["notebook", "claim", "source", "paper", "ours", "status", "must hold"]
+        cols += ["seeds"] if robust else []
+        cols += ["note"]
         for _, s in summary.iterrows():
-            rows = table[table["chapter"] == s["chapter"]][cols]
-            out += [f"**{s['chapter']}**: {s['claims held']} of {s['claims recorded']} claims held "
-                    f"(profile {s['profile']})", "", scorecard.markdown_table(rows), ""]
+            rows = table[table["chapter"] == s["chapter"]]
+            findings, checks = rows[rows["kind"] == "finding"], rows[rows["kind"] != "finding"]
+            out += [f"**{s['chapter']}**: {s['findings held']} of {s['findings']} findings held, "
+                    f"{s['must-hold findings held']} of {s['must-hold findings']} that must hold "
+                    f"(profile {s['profile']})", ""]
+            if len(findings):
+                out += [scorecard.markdown_table(findings[cols]), ""]
+            if len(checks):
+                out += [f"```{{admonition}} {s['chapter']}: {s['checks held']} of {s['checks']} "
+                        "checks held (true by construction; not counted)", ":class: dropdown", "",
+                        scorecard.markdown_table(checks[["kind"] + [c for c in cols if c != "seeds"]]),
+                        "```", ""]
         return self._parse("\n".join(out))
+
+
+def _robustness_line(robust: dict) -> str:
+    meta = robust.get("_meta", {})
+    return (f"*Seeds*: the column gives, per finding, in how many seeds it held in the robustness "
+            f"run of {meta.get('created', '?')[:10]} (profile {meta.get('profile', '?')}, seeds "
+            f"{meta.get('seeds', '?')}; `iclr25 robustness`), not in the book run.")
+
+
+def _paper_urls(env) -> dict[str, str]:
+    """``{chapter slug: the paper's arXiv or OpenReview page}``, from each chapter page's first
+    citation and the ``note`` of its BibTeX entry."""
+    srcdir = Path(env.srcdir)
+    bib = "\n".join(p.read_text(errors="ignore") for p in _bib_files(env.config, srcdir))
+    out = {}
+    for c in CHAPTERS:
+        page = srcdir / "book" / "chapters" / f"{c.slug}.md"
+        if page.exists():
+            m = re.search(r"\{cite[a-z:]*\}`([^`,]+)", page.read_text(errors="ignore"))
+            url = bib_url(bib, m.group(1)) if m else ""
+            if url:
+                out[c.slug] = url
+    return out
+
+
+def bib_url(bib: str, key: str) -> str:
+    """The paper's page for BibTeX entry ``key``: its ``url`` field, else an ``arXiv:ID`` or
+    ``OpenReview ID`` in its ``note``; ``""`` when there is none."""
+    m = re.search(r"@\w+\s*\{\s*" + re.escape(key) + r"\s*,(.*?)\n\}", bib, flags=re.S)
+    if not m:
+        return ""
+    body = m.group(1)
+    url = re.search(r"\burl\s*=\s*[{\"]([^}\"]+)", body)
+    if url:
+        return url.group(1).strip()
+    arxiv = re.search(r"arXiv:\s*(\d{4}\.\d{4,5})", body)
+    if arxiv:
+        return f"https://arxiv.org/abs/{arxiv.group(1)}"
+    orv = re.search(r"OpenReview\s+([A-Za-z0-9_-]{6,})", body)
+    return f"https://openreview.net/forum?id={orv.group(1)}" if orv else ""
+
+
+def _link(source: str, url: str | None) -> str:
+    text = str(source or "")
+    return f"[{text}]({url})" if url and text else text
 
 
 class ChaptersDirective(_ResultsDirective):
     """The landing page's table: one row per paper, linked when its chapter is in this build, with
     the citation (from the chapter page's first ``{cite}`` key and ``book/references.bib``), what our
-    claims reproduce (their paper sources) and how many held, both from this build's results."""
+    findings reproduce (their paper sources) and how many held (all, and those that must hold),
+    from the committed results."""
 
     def run(self):
         results = self._results()
         summary = scorecard.chapter_summary(results)
-        held = {r["chapter"]: f"{r['claims held']} / {r['claims recorded']}" for _, r in summary.iterrows()}
+        held = {r["chapter"]: (f"{r['findings held']} / {r['findings']} "
+                               f"({r['must-hold findings held']} / {r['must-hold findings']})")
+                for _, r in summary.iterrows()}
         sources: dict[str, list[str]] = {}
         for r in results:
             for c in r.get("claims", []):
+                if c.get("kind") != "finding":
+                    continue
                 for s in paper_refs(str(c.get("source") or "")):
                     if s not in sources.setdefault(r.get("chapter"), []):
                         sources[r.get("chapter")].append(s)
         srcdir = Path(self.env.srcdir)
         bib = "\n".join(p.read_text(errors="ignore") for p in _bib_files(self.env.config, srcdir))
-        lines = ["| # | chapter | paper | reproduces | claims held / recorded |", "|---|---|---|---|---|"]
+        lines = ["| # | chapter | paper | reproduces | findings held (must hold) |",
+                 "|---|---|---|---|---|"]
         for c in CHAPTERS:
             docname = f"book/chapters/{c.slug}"
             page = srcdir / f"{docname}.md"
@@ -170,6 +246,39 @@ class ChaptersDirective(_ResultsDirective):
             what = ", ".join(refs[:10]) + (", ..." if len(refs) > 10 else "") if refs else "-"
             lines.append(f"| {c.number} | {link} | {cite or '-'} | {_md_escape(what)} | "
                          f"{held.get(c.slug, '-')} |")
+        return self._parse("\n".join(lines))
+
+
+class RobustnessDirective(_ResultsDirective):
+    """``{iclr25-robustness} CHAPTER``: for a chapter page, the must-hold findings that held in
+    fewer than all seeds of the last ``iclr25 robustness`` run (from ``results/robustness/``)."""
+
+    required_arguments = 1
+
+    def run(self):
+        _RESULT_PAGES.add(self.env.docname)
+        chapter = self.arguments[0]
+        folder = _ledger_dir() / robustness.FOLDER / chapter
+        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        if not files:
+            return self._parse(f"*No robustness run for {chapter} yet "
+                               f"(`iclr25 robustness {chapter.split('-')[0]}`).*")
+        import json
+
+        data = [json.loads(f.read_text()) for f in files]
+        meta = (f"the robustness run of {min(d.get('created', '') for d in data)[:10]} (profile "
+                f"{', '.join(sorted({str(d.get('profile')) for d in data}))}, seeds "
+                f"{', '.join(map(str, data[0].get('seeds', [])))})")
+        weak = [(d["notebook"], c) for d in data for c in d.get("claims", [])
+                if c.get("kind") == "finding" and c.get("must_hold") and c["held"] < c["n"]]
+        n_must = sum(1 for d in data for c in d.get("claims", [])
+                     if c.get("kind") == "finding" and c.get("must_hold"))
+        if not weak:
+            return self._parse(f"In {meta}, every one of the chapter's {n_must} must-hold findings "
+                               "held in every seed.")
+        lines = [f"In {meta}, {len(weak)} of the chapter's {n_must} must-hold findings held in "
+                 "fewer than all seeds:", "", "| notebook | finding | held in seeds |", "|---|---|---|"]
+        lines += [f"| {nb} | {_md_escape(str(c['claim']))} | {c['held']} of {c['n']} |" for nb, c in weak]
         return self._parse("\n".join(lines))
 
 
@@ -361,6 +470,7 @@ def setup(app):
     app.set_html_assets_policy("always")
     app.add_directive("iclr25-scorecard", ScorecardDirective)
     app.add_directive("iclr25-chapters", ChaptersDirective)
+    app.add_directive("iclr25-robustness", RobustnessDirective)
     app.connect("config-inited", _offline_mathjax)
     app.connect("build-finished", _copy_mathjax)
     app.connect("html-page-context", _drop_remote_scripts, priority=900)

@@ -28,8 +28,8 @@ BODY = textwrap.dedent("""\
     claims = Claims("99-test", "01-tiny", profile, {"seed": seed, "lr": lr})
     claims.metric("value", 10 * seed + 1000 * lr)
     claims.metric("profile_env", os.environ.get("ICLR25_PROFILE"))
-    claims.check("lr is below 0.01", source="Table 1", paper=0.01, ours=lr, holds=lr < 0.01)
-    claims.check("seed is even", source="Fig. 2", paper=0, ours=seed % 2, holds=seed % 2 == 0,
+    claims.check("lr is below 0.01", kind="finding", source="Table 1", paper=0.01, ours=lr, holds=lr < 0.01)
+    claims.check("seed is even", kind="finding", source="Fig. 2", paper=0, ours=seed % 2, holds=seed % 2 == 0,
                  must_hold=False, note="informative only")
     claims.save()
     claims.assert_all()

@@ -44,8 +44,8 @@ def _nb(path: Path, holds: bool) -> None:
         from iclr25.claims import Claims
         claims = Claims("99-t", "{path.stem}", None)
         print("computed before the claims")
-        claims.check("the effect is there", source="Fig. 1", paper=1, ours=0.5, holds={holds})
-        claims.check("a side remark", source="Fig. 2", paper=1, ours=1, holds=True)
+        claims.check("the effect is there", kind="finding", source="Fig. 1", paper=1, ours=0.5, holds={holds})
+        claims.check("a side remark", kind="check", source="Fig. 2", paper=1, ours=1, holds=True)
         claims""")
     nb = new_notebook(cells=[new_markdown_cell(f"# {path.stem}"), new_code_cell(body),
                              new_code_cell("claims.save()"), new_code_cell("claims.assert_all()"),
@@ -85,7 +85,7 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     assert "ClaimFailed" in failed and "after the failure" not in failed
     scorecard = (html / "scorecard.html").read_text()
     assert "Notebooks that failed in this build" in scorecard and "02-fails" in scorecard
-    assert "3 of 4 claims held" in scorecard
+    assert "1 of 2 findings held (must hold: 1 of 2); 2 of 2 checks held" in scorecard
 
     summary = (root / "_build" / "execution.txt").read_text()
     lines = summary.splitlines()

@@ -22,8 +22,8 @@ BODY = textwrap.dedent("""\
 
     claims = Claims("99-test", "01-tiny", profile, {"seed": seed, "lr": lr})
     claims.metric("value", 10 * seed + 1000 * lr)
-    claims.check("lr is below 0.01", source="Table 1", paper=0.01, ours=lr, holds=lr < 0.01)
-    claims.check("seed is even", source="Fig. 2", paper=0, ours=seed % 2, holds=seed % 2 == 0,
+    claims.check("lr is below 0.01", kind="finding", source="Table 1", paper=0.01, ours=lr, holds=lr < 0.01)
+    claims.check("seed is even", kind="finding", source="Fig. 2", paper=0, ours=seed % 2, holds=seed % 2 == 0,
                  must_hold=False, note="informative only")
     claims.save()
     claims.assert_all()
@@ -53,12 +53,12 @@ def book(tmp_path, monkeypatch):
 def _results(directory: Path) -> Path:
     """Two chapters of saved claims under ``directory``."""
     a = Claims("18-relu-landscape", "01-saddle-to-saddle", "smoke", {"seed": 0})
-    a.check("loss plateaus at saddles", source="Fig. 1", paper=3, ours=3, holds=True)
-    a.check("escape neurons appear", source="Thm. 2", paper=0.5, ours=0.123456789, holds=False,
+    a.check("loss plateaus at saddles", kind="finding", source="Fig. 1", paper=3, ours=3, holds=True)
+    a.check("escape neurons appear", kind="finding", source="Thm. 2", paper=0.5, ours=0.123456789, holds=False,
             must_hold=False, note="needs more steps | smoke scale")
     a.save(directory)
     b = Claims("06-topk-sae", "01-scaling", "book")
-    b.check("MSE falls with k", source="Table 2", paper=None, ours="yes", holds=True)
+    b.check("MSE falls with k", kind="check", source="Table 2", paper=None, ours="yes", holds=True)
     b.save(directory)
     return directory
 
@@ -142,17 +142,22 @@ def test_scorecard_functions_are_pure_tables(tmp_path):
 
     results = load_results(_results(tmp_path))
     summary = chapter_summary(results)
-    assert list(summary.columns) == ["chapter", "notebooks", "claims held", "claims recorded", "profile"]
-    assert summary.values.tolist() == [["06-topk-sae", 1, 1, 1, "book"],
-                                       ["18-relu-landscape", 1, 1, 2, "smoke"]]
+    assert list(summary.columns) == ["chapter", "notebooks", "findings held", "findings",
+                                     "must-hold findings held", "must-hold findings",
+                                     "checks held", "checks", "profile"]
+    assert summary.values.tolist() == [["06-topk-sae", 1, 0, 0, 0, 0, 1, 1, "book"],
+                                       ["18-relu-landscape", 1, 1, 2, 1, 1, 0, 0, "smoke"]]
     table = scorecard_table(results)
     assert table["claim"].tolist() == ["MSE falls with k", "loss plateaus at saddles",
                                        "escape neurons appear"]
     assert table["holds"].tolist() == [True, True, False]
     assert table["must hold"].tolist() == [True, True, False]
+    assert table["kind"].tolist() == ["check", "finding", "finding"]
     assert scorecard_table([]).empty and chapter_summary([]).empty
     md = render(results, "markdown")
-    assert md.startswith("**2 of 3 claims held across 2 chapter(s)**")
+    assert md.startswith("**1 of 2 findings held (must hold: 1 of 1); 1 of 1 checks held, "
+                         "across 2 chapter(s)**")
+    assert "### 06-topk-sae: 0/0 findings held" in md and "Checks (1/1 held" in md
     assert "| needs more steps \\| smoke scale |" in md and "| 0.5 | 0.123457 | no | no |" in md
 
 
@@ -162,14 +167,17 @@ def test_scorecard_command(book, capsys, tmp_path):
     folder = str(_results(tmp_path / "res"))
     assert main(["scorecard", "--results", folder]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Scorecard: 2 of 3 claims held across 2 chapter(s)")
-    assert "18-relu-landscape: 1/2 claims held (1 notebook(s), profile smoke)" in out
-    assert "06-topk-sae: 1/1 claims held" in out
+    assert out.startswith("Scorecard: 1 of 2 findings held (must hold: 1 of 1); 1 of 1 checks held, "
+                          "across 2 chapter(s)")
+    assert ("18-relu-landscape: 1/2 findings held, must hold 1/1; checks 0/0 "
+            "(1 notebook(s), profile smoke)") in out
+    assert "06-topk-sae: 0/0 findings held, must hold 0/0; checks 1/1" in out
     line = next(li for li in out.splitlines() if "escape neurons appear" in li)
     assert "Thm. 2" in line and "0.123457" in line and "needs more steps" in line
     assert main(["scorecard", "--results", folder, "--format", "csv"]) == 0
     csv = capsys.readouterr().out
-    assert csv.splitlines()[0] == "chapter,notebook,claim,source,paper,ours,holds,must hold,note,profile"
+    assert csv.splitlines()[0] == \
+        "chapter,notebook,claim,kind,source,paper,ours,holds,must hold,note,profile"
     assert main(["scorecard", "--results", folder, "--format", "html"]) == 2
 
 
@@ -213,11 +221,42 @@ def test_readme_block_is_rewritten_from_the_results(tmp_path):
     results = [json.loads(p.read_text()) for p in sorted(_results(tmp_path).glob("*/*.json"))]
     block = readme_block(results)
     assert block.startswith(README_BEGIN) and block.endswith(README_END)
-    assert "| 18-relu-landscape | 1 | 1 / 2 | 0 | smoke |" in block
-    assert "| 06-topk-sae | 1 | 1 / 1 | 0 | book |" in block
-    assert "| **all** | 2 | 2 / 3 | 0 | |" in block
+    assert "| 18-relu-landscape | 1 | 1 / 2 | 1 / 1 | 0 / 0 | smoke |" in block
+    assert "| 06-topk-sae | 1 | 0 / 0 | 0 / 0 | 1 / 1 | book |" in block
+    assert "| **all** | 2 | 1 / 2 | 1 / 1 | 1 / 1 | |" in block
     text = f"# title\n\n{README_BEGIN}\nold\n{README_END}\n\nrest\n"
     new = update_readme(text, results)
     assert new == f"# title\n\n{block}\n\nrest\n" and update_readme(new, results) == new
     with pytest.raises(ValueError, match="no results block"):
         update_readme("# no markers\n", results)
+
+
+def test_robustness_aggregates_a_hand_made_sweep(tmp_path):
+    from iclr25 import robustness
+
+    def result(*holds):
+        return {"claims": [{"claim": f"c{i}", "kind": "finding", "source": "Fig. 1",
+                            "must_hold": True, "holds": h} for i, h in enumerate(holds)]}
+
+    per_seed = {0: result(True, True), 1: result(True, False), 2: None}  # seed 2 saved nothing
+    agg = robustness.aggregate(per_seed)
+    assert [(a["claim"], a["held"], a["n"], a["held_in"]) for a in agg] == \
+        [("c0", 2, 3, [0, 1]), ("c1", 1, 3, [0])]
+    path = robustness.write("18-relu-landscape", "01-x", "smoke", [0, 1, 2], per_seed,
+                            {0: "ok", 1: "ok", 2: "NameError: x"}, tmp_path)
+    assert path == tmp_path / "robustness" / "18-relu-landscape" / "01-x.json"
+    loaded = robustness.load(tmp_path / "robustness")
+    assert loaded[("18-relu-landscape", "01-x", "c0")] == "2 / 3"
+    assert loaded[("18-relu-landscape", "01-x", "c1")] == "1 / 3"
+    assert loaded["_meta"]["profile"] == "smoke" and loaded["_meta"]["seeds"] == "0, 1, 2"
+    assert robustness.load(tmp_path / "none") == {}
+
+
+def test_robustness_command_sweeps_every_seed(book, capsys, tmp_path):
+    assert main(["robustness", "--seeds", "0,1", "--workers", "1", "--results", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "robustness" / "99-test" / "01-tiny.json").read_text())
+    assert data["seeds"] == [0, 1] and data["runs"] == {"0": "ok", "1": "ok"}
+    held = {c["claim"]: (c["held"], c["n"]) for c in data["claims"]}
+    assert held == {"lr is below 0.01": (2, 2), "seed is even": (1, 2)}
+    assert main(["robustness", "77", "--results", str(tmp_path)]) == 2
+    assert "not a chapter of the book" in capsys.readouterr().err

@@ -166,9 +166,9 @@ def test_compare_holds_numbers_to_their_stated_tolerance():
 
 def test_claims_record_a_tolerance_and_reject_a_bad_one():
     c = Claims("01-a", "01-x", "smoke")
-    assert c.check("x", source="Fig. 1", paper=1, ours=1.0, holds=True, tol=0.5).tol == 0.5
+    assert c.check("x", kind="finding", source="Fig. 1", paper=1, ours=1.0, holds=True, tol=0.5).tol == 0.5
     with pytest.raises(ValueError, match="tol must be a non-negative number"):
-        c.check("y", source="Fig. 1", paper=1, ours=1.0, holds=True, tol=-1)
+        c.check("y", kind="finding", source="Fig. 1", paper=1, ours=1.0, holds=True, tol=-1)
 
 
 def test_rotation_walks_through_every_notebook():

@@ -45,8 +45,8 @@ def test_make_config_unknown_parameter_lists_fields():
 
 def test_claims_save_schema_and_assert(tmp_path):
     c = Claims("99-test", "01-nb", "smoke", parameters={"seed": 1})
-    c.check("a holds", source="Fig. 1", paper=1.0, ours=1.01, holds=True)
-    c.check("b fails but optional", source="Table 2", paper=3, ours=4, holds=False,
+    c.check("a holds", kind="finding", source="Fig. 1", paper=1.0, ours=1.01, holds=True)
+    c.check("b fails but optional", kind="finding", source="Table 2", paper=3, ours=4, holds=False,
             must_hold=("book", "paper"), note="needs scale")
     c.metric("loss", 0.5)
     path = c.save(tmp_path)
@@ -61,7 +61,7 @@ def test_claims_save_schema_and_assert(tmp_path):
 
 def test_assert_all_lists_failed_must_hold_claims():
     c = Claims("99-test", "01-nb", "book")
-    c.check("b fails", source="Table 2", paper=3, ours=4, holds=False, must_hold=("book",))
+    c.check("b fails", kind="finding", source="Table 2", paper=3, ours=4, holds=False, must_hold=("book",))
     with pytest.raises(ClaimFailed, match="b fails .*Table 2.*paper 3, ours 4"):
         c.assert_all()
     with pytest.raises(ClaimFailed, match="no claims"):
@@ -72,7 +72,7 @@ def test_numpy_values_are_saved_as_plain_json(tmp_path):
     import numpy as np
 
     c = Claims("99-test", "01-nb", "smoke")
-    c.check("np", source="s", paper=np.float32(0.5), ours=np.array([1, 2]), holds=np.bool_(True))
+    c.check("np", kind="check", source="s", paper=np.float32(0.5), ours=np.array([1, 2]), holds=np.bool_(True))
     data = json.loads(c.save(tmp_path).read_text())
     assert data["claims"][0]["paper"] == 0.5 and data["claims"][0]["ours"] == [1, 2]
 
@@ -87,3 +87,29 @@ def test_package_file_finds_shipped_files_and_names_the_install():
         package_file("no_such_pkg", "x.csv")
     with pytest.raises(FileNotFoundError, match="missing from the installed package 'iclr25'"):
         package_file("iclr25", "no-such-file.csv")
+
+
+def test_kind_is_required_and_names_the_choices():
+    c = Claims("99-test", "01-nb", "smoke")
+    for bad in (None, "result", ""):
+        with pytest.raises(ValueError, match="kind must be one of 'finding', 'check'"):
+            c.check("x", kind=bad, source="Fig. 1", paper=1, ours=1, holds=True)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        c.check("x", source="Fig. 1", paper=1, ours=1, holds=True)
+    assert c.check("x", kind="check", source="Fig. 1", paper=1, ours=1, holds=True).kind == "check"
+    assert c.table()["kind"].tolist() == ["check"]
+
+
+def test_old_schema_results_still_read(tmp_path):
+    old = {"schema": 1, "chapter": "18-relu-landscape", "notebook": "01-x", "profile": "book",
+           "claims": [{"claim": "a", "source": "Fig. 1", "paper": 1, "ours": 1, "holds": True,
+                       "must_hold": True, "note": ""}]}
+    (tmp_path / "18-relu-landscape").mkdir()
+    (tmp_path / "18-relu-landscape" / "01-x.json").write_text(json.dumps(old))
+    (tmp_path / "robustness").mkdir()  # other folders under results/ are not chapters
+    (tmp_path / "robustness" / "x.json").write_text("{}")
+    [r] = claims.load_results(tmp_path)
+    assert r["schema"] == claims.SCHEMA and r["claims"][0]["kind"] == "unclassified"
+    (tmp_path / "18-relu-landscape" / "01-x.json").write_text(json.dumps({**old, "schema": 7}))
+    with pytest.raises(ValueError, match="schema 7, expected 2"):
+        claims.load_results(tmp_path)

@@ -348,6 +348,7 @@ def test_compare_with_baselines_table_matches_the_fitted_models():
                     refine_iters=1)
     table, sweep, logic = ll.compare_with_baselines(train, test, cfg)
     assert list(table["test NLL"]) == sorted(table["test NLL"])
-    assert {"uniform", "MNL", "neural utility (MLP)", "Logic-Logit (R=1)"} <= set(table.index)
+    assert {"uniform", "MNL (raw features)", "MNL (predicates)", "MNL (predicates + pairs)",
+            "neural utility (MLP)", "Logic-Logit (R=1)"} <= set(table.index)
     assert table.loc["Logic-Logit (R=1)", "test NLL"] == pytest.approx(logic[1].nll(test))
     assert table.loc["uniform", "test NLL"] == pytest.approx(np.log(6))

@@ -10,18 +10,24 @@ Public API
   variant, ``until=`` for checkpoints), :class:`DVEmb`, :func:`influence`,
   :func:`influence_checkpointing`, :func:`explicit_product_dvemb` (brute force);
 - ground truth and testbed: :func:`load_digits_split`, :func:`load_mnist_idx` (the paper's data), :class:`MLP`, :func:`make_schedule`,
-  :func:`train_mlp`, :func:`tsloo_exact`, :func:`per_sample_grads`, :func:`hessian`;
-- baselines: :func:`influence_function`, :func:`influence_function_sweep`, :func:`tracin`, :func:`grad_dot`;
+  :func:`train_mlp`, :func:`tsloo_exact`, :func:`per_sample_grads`, :func:`hessian`,
+  :func:`gauss_newton_hessian`;
+- baselines: :func:`influence_function`, :func:`influence_function_sweep`,
+  :func:`influence_function_validated` (damping chosen on held-out validation data above
+  ``|lambda_min|``, :func:`damping_grid`, :class:`DampedIF`), :func:`tracin`, :func:`grad_dot`,
+  and the score :func:`mean_spearman`;
 - the language-model run: :func:`train_tinygpt_sgd` (in :mod:`.lm`);
 - configs per profile: :func:`fig3`, :func:`recursion`, :func:`regimes`.
 """
 
-from .baselines import grad_dot, influence_function, influence_function_sweep, tracin
+from .baselines import (DampedIF, damping_grid, grad_dot, influence_function,
+                        influence_function_sweep, influence_function_validated, mean_spearman,
+                        tracin)
 from .configs import Fig3Config, RecursionConfig, RegimesConfig, fig3, recursion, regimes
 from .embed import (METHODS, DVEmb, compute_dvemb, explicit_product_dvemb, influence,
                     influence_checkpointing)
 from .lm import train_tinygpt_sgd, lr_schedule
-from .mlp import (MLP, REMOVALS, Schedule, hessian, load_digits_split, load_mnist_idx, make_schedule,
+from .mlp import (MLP, REMOVALS, Schedule, gauss_newton_hessian, hessian, load_digits_split, load_mnist_idx, make_schedule,
                   per_sample_grads, train_mlp, tsloo_exact)
 from .recorder import GradRecorder, Probe, Records
 
@@ -30,8 +36,9 @@ __all__ = [
     "DVEmb", "compute_dvemb", "influence", "influence_checkpointing", "explicit_product_dvemb",
     "METHODS",
     "load_digits_split", "load_mnist_idx", "MLP", "Schedule", "make_schedule", "train_mlp", "tsloo_exact",
-    "per_sample_grads", "hessian", "REMOVALS",
-    "influence_function", "influence_function_sweep", "tracin", "grad_dot",
+    "per_sample_grads", "hessian", "gauss_newton_hessian", "REMOVALS",
+    "influence_function", "influence_function_sweep", "influence_function_validated",
+    "damping_grid", "DampedIF", "mean_spearman", "tracin", "grad_dot",
     "train_tinygpt_sgd", "lr_schedule",
     "Fig3Config", "RecursionConfig", "RegimesConfig", "fig3", "recursion", "regimes",
 ]

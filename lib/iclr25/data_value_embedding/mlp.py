@@ -23,7 +23,7 @@ from ..progress import progress
 from .recorder import GradRecorder
 
 __all__ = ["load_digits_split", "load_mnist_idx", "MLP", "Schedule", "make_schedule", "train_mlp", "tsloo_exact",
-           "per_sample_grads", "hessian", "REMOVALS"]
+           "per_sample_grads", "hessian", "gauss_newton_hessian", "REMOVALS"]
 
 REMOVALS = ("last", "all")
 
@@ -219,27 +219,58 @@ def per_sample_grads(model: MLP, X, y) -> torch.Tensor:
     return torch.cat(parts, dim=1)
 
 
+def _theta_logits(model: MLP):
+    """``theta`` (flat, in :func:`per_sample_grads`'s layout) and ``logits(theta, X)``."""
+    h1, d = model.fc1.out_features, model.fc1.in_features
+    c = model.fc2.out_features
+    n1 = h1 * (d + 1)
+
+    def logits(theta, X):
+        A = theta[:n1].reshape(h1, d + 1)
+        B = theta[n1:].reshape(c, h1 + 1)
+        hid = torch.relu(X @ A[:, :d].T + A[:, d])
+        return hid @ B[:, :h1].T + B[:, h1]
+
+    theta = torch.cat([torch.cat([model.fc1.weight, model.fc1.bias[:, None]], 1).reshape(-1),
+                       torch.cat([model.fc2.weight, model.fc2.bias[:, None]], 1).reshape(-1)]).detach()
+    return theta, logits
+
+
 def hessian(model: MLP, X, y) -> torch.Tensor:
     """The exact ``p x p`` Hessian of the *summed* training cross-entropy at the current weights,
-    in :func:`per_sample_grads`'s layout (for the influence-function baseline).
+    in :func:`per_sample_grads`'s layout (for the influence-function baseline). Indefinite away
+    from a minimum.
 
     Introduced in ``notebooks/02-data-value-embedding/01-tsloo-vs-influence.ipynb``.
     """
     from torch.func import hessian as fhess
 
-    h1, d = model.fc1.out_features, model.fc1.in_features
-    c = model.fc2.out_features
-    sizes = [h1 * (d + 1), c * (h1 + 1)]
+    theta, logits = _theta_logits(model)
+    return fhess(lambda th: F.cross_entropy(logits(th, X), y, reduction="sum"))(theta)
 
-    def loss(theta):
-        A = theta[:sizes[0]].reshape(h1, d + 1)
-        B = theta[sizes[0]:].reshape(c, h1 + 1)
-        hid = torch.relu(X @ A[:, :d].T + A[:, d])
-        return F.cross_entropy(hid @ B[:, :h1].T + B[:, h1], y, reduction="sum")
 
-    theta = torch.cat([torch.cat([model.fc1.weight, model.fc1.bias[:, None]], 1).reshape(-1),
-                       torch.cat([model.fc2.weight, model.fc2.bias[:, None]], 1).reshape(-1)]).detach()
-    return fhess(loss)(theta)
+def gauss_newton_hessian(model: MLP, X, y, chunk: int = 256) -> torch.Tensor:
+    """The Gauss-Newton Hessian of the summed cross-entropy, ``sum_i J_i^T (diag(p_i) - p_i p_i^T) J_i``
+    (``J_i``: Jacobian of the logits in the parameters, ``p_i``: softmax), in
+    :func:`per_sample_grads`'s layout. PSD: the curvature of a linearised network, the usual
+    choice for influence functions of networks (chapter 02's PSD IF baseline). Unlike the paper's
+    Theorem 2, which uses the empirical-Fisher form ``sum_z g g^T``, it does not depend on the labels.
+
+    Introduced in ``notebooks/02-data-value-embedding/01-tsloo-vs-influence.ipynb``.
+    """
+    from torch.func import jacrev
+
+    theta, logits = _theta_logits(model)
+    p = theta.numel()
+    out = torch.zeros(p, p, dtype=theta.dtype)
+    for s in range(0, len(X), chunk):
+        Xc = X[s:s + chunk]
+        J = jacrev(logits)(theta, Xc)                                  # (n, C, p)
+        with torch.no_grad():
+            pr = torch.softmax(logits(theta, Xc), dim=-1)              # (n, C)
+            SJ = pr[:, :, None] * (J - torch.einsum("nc,ncp->np", pr, J)[:, None, :])
+            out += J.reshape(-1, p).T @ SJ.reshape(-1, p)
+    return (out + out.T) / 2
 
 
 def load_mnist_idx(images_path, labels_path, dtype=torch.float64):

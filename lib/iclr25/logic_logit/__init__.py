@@ -13,19 +13,26 @@ Public API
 - the model: :class:`LogicLogit` (Frank-Wolfe + column generation), :func:`match_rules`;
 - candidate scoring (the hot path, two backends): :func:`score_rules`, :func:`pack_predicates`;
 - baselines in the same API: :class:`MNL`, :class:`LatentClassMNL` (EM / Frank-Wolfe),
-  :class:`NeuralUtility`;
-- experiments: :func:`compare_models`, :func:`budget_sweep`;
+  :class:`NeuralUtility`; MNLs on the features Logic-Logit sees: :class:`PredicateMNL` (predicate
+  indicators, optionally with their pairwise conjunctions; L2 chosen on a validation split),
+  :func:`mnl_baselines`, feature builders :func:`predicate_features`,
+  :func:`conjunction_features`, :func:`informative_columns`;
+- experiments: :func:`compare_models`, :func:`budget_sweep`, :func:`strongest_baseline`,
+  :func:`versus` / :func:`paired_gaps` (paired differences on held-out choices);
 - configs per profile: :func:`config` (:class:`Config`).
 """
 
 from .base import ChoiceModel, NotFittedError, fit_mixture_weights, log_softmax, softmax
-from .baselines import LC_METHODS, MNL, LatentClassMNL, NeuralUtility
+from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, NeuralUtility, PredicateMNL,
+                        conjunction_features, conjunction_pairs, informative_columns, mnl_baselines,
+                        predicate_features)
 from .configs import Config, config
 from .data import (HOTEL_TYPES, SCANNER_PANELS, ChoiceData, PlantedType, hotel_library,
                    load_expedia, load_scanner_panel, load_swissmetro, make_hotel_search,
                    train_test_split)
-from .experiments import (budget_sweep, compare_models, compare_with_baselines, plot_budget_sweep,
-                          subsample_split, uniform_nll)
+from .experiments import (best_logic, budget_sweep, compare_models, compare_with_baselines,
+                          n_parameters, paired_gaps, plot_budget_sweep, strongest_baseline,
+                          subsample_split, uniform_nll, versus)
 from .model import LogicLogit, LogicType, match_rules
 from .predicates import Predicate, PredicateLibrary, jaccard
 from .scoring import BACKENDS, default_backend, pack_predicates, rule_bits, score_rules
@@ -38,6 +45,9 @@ __all__ = [
     "BACKENDS", "default_backend", "score_rules", "pack_predicates", "rule_bits",
     "ChoiceModel", "NotFittedError", "softmax", "log_softmax", "fit_mixture_weights",
     "MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS",
+    "PredicateMNL", "L2_GRID", "mnl_baselines", "predicate_features", "conjunction_pairs",
+    "conjunction_features", "informative_columns", "strongest_baseline", "paired_gaps", "versus",
+    "n_parameters", "best_logic",
     "Config", "config", "compare_models", "budget_sweep", "uniform_nll", "subsample_split",
     "compare_with_baselines", "plot_budget_sweep",
 ]

@@ -1,6 +1,15 @@
-"""Baselines in the same API: MNL, latent-class MNL (EM and Frank-Wolfe) and a small neural
-utility model (stand-in for the paper's neural choice models). Introduced in
-``01-logic-logit/01-consider-then-choose`` (MNL) and ``02-inside-the-solver`` (latent classes).
+"""Baselines in the same API: MNL, latent-class MNL (EM and Frank-Wolfe), a small neural
+utility model (stand-in for the paper's neural choice models) and MNLs that see the features
+Logic-Logit sees (chapter 01). Introduced in ``01-logic-logit/01-consider-then-choose`` (MNL and
+the predicate MNLs) and ``02-inside-the-solver`` (latent classes).
+
+The raw-feature :class:`MNL` is linear in the item features and never sees the predicates that
+Logic-Logit's rule search draws from. :class:`PredicateMNL` closes that gap: an MNL on the same
+predicate indicators (``conjunctions=False``) or on the predicates plus all their pairwise
+conjunctions (``conjunctions=True``), with the L2 penalty chosen on a validation split carved from
+the training data (so every model is fit on the same training choices and scored on the same
+held-out ones). The feature builders are :func:`predicate_features`,
+:func:`conjunction_features` and :func:`informative_columns`.
 """
 
 from __future__ import annotations
@@ -13,7 +22,9 @@ from scipy.optimize import minimize
 from .base import ChoiceModel, fit_mixture_weights, log_softmax, softmax
 from .data import ChoiceData
 
-__all__ = ["MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS"]
+__all__ = ["MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS", "PredicateMNL", "L2_GRID",
+           "predicate_features", "conjunction_pairs", "conjunction_features", "informative_columns",
+           "mnl_baselines"]
 
 LC_METHODS = ("em", "fw")
 
@@ -275,3 +286,230 @@ class NeuralUtility(ChoiceModel):
         self._check_fitted()
         Z = self.std_.transform(self._check_data(data))
         return softmax(self._utilities(self.theta_, Z)[0], data.mask)
+
+
+# ----------------------------------------------------------------------------------------------
+# MNL on the features Logic-Logit sees (chapter 01: the fair baselines)
+
+#: the L2 penalties :class:`PredicateMNL` chooses from on its validation split (penalty
+#: ``l2 / 2 * |beta|^2`` added to the mean NLL per choice)
+L2_GRID = (1.0, 3e-1, 1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4)
+
+
+def predicate_features(library, data: ChoiceData) -> np.ndarray:
+    """The predicate indicators Logic-Logit's rule search draws from, as MNL features (chapter 01):
+    float ``[n_obs, max_items, M]``, column ``m`` = predicate ``m`` of ``library`` on each offered
+    item (0 on padding slots)."""
+    return library.evaluate(data).astype(np.float64)
+
+
+def conjunction_pairs(n_predicates: int) -> list[tuple[int, int]]:
+    """All pairs ``(a, b)`` with ``a < b < n_predicates``, in lexicographic order (chapter 01)."""
+    return [(a, b) for a in range(n_predicates) for b in range(a + 1, n_predicates)]
+
+
+def conjunction_features(P: np.ndarray, pairs=None, dtype=np.float64) -> np.ndarray:
+    """Predicates plus their pairwise conjunctions (chapter 01): for indicators ``P[..., M]``
+    (bool or 0/1), ``[..., M + len(pairs)]`` with the ``M`` predicates first, then
+    ``P[..., a] AND P[..., b]`` for each pair (default :func:`conjunction_pairs` ``(M)``), as
+    ``dtype``."""
+    P = np.asarray(P).astype(bool)
+    pairs = conjunction_pairs(P.shape[-1]) if pairs is None else list(pairs)
+    if not pairs:
+        return P.astype(dtype)
+    a, b = np.array(pairs, dtype=int).T
+    if min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= P.shape[-1]:
+        raise ValueError(f"pair indices must lie in [0, {P.shape[-1] - 1}]")
+    return np.concatenate([P, P[..., a] & P[..., b]], axis=-1).astype(dtype)
+
+
+def informative_columns(F: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Indices of the columns of ``F[n, J, D]`` an MNL can use (chapter 01): those that vary
+    within at least one offer set (a column constant within every offer set cancels in the logit,
+    e.g. an always-false conjunction such as ``price <= 60 AND price >= 80``), and of exact
+    duplicates over the offered items only the first (``price <= 60 AND price <= 80`` is
+    ``price <= 60``). Uses no choices, only the offered items."""
+    mask = np.asarray(mask, bool)
+    if F.dtype == bool:
+        varies = (F & mask[..., None]).any(1) & (~F & mask[..., None]).any(1)
+    else:
+        big = np.finfo(np.float64).max
+        varies = np.where(mask[..., None], F, -big).max(1) > np.where(mask[..., None], F, big).min(1)
+    varies = np.flatnonzero(varies.any(0))
+    rows = F[mask][:, varies]
+    _, first = np.unique(np.ascontiguousarray(rows.T), axis=0, return_index=True)
+    return varies[np.sort(first)]
+
+
+def _flat_mnl(Zu, pid, starts, ch_rows, l2, beta0, max_iter=1000, tol=1e-10):
+    """argmin_beta -mean_i log P_i(beta) + l2/2 |beta|^2 on offered-item rows ``Zu[pid]``
+    (``Zu[K, D]``: the distinct feature rows; ``pid[N]``: each offered item's row; offer set ``i``
+    is items ``starts[i]:starts[i+1]``, its chosen item ``ch_rows[i]``), by L-BFGS."""
+    n, K = len(starts), Zu.shape[0]
+    seg = np.repeat(np.arange(n), np.diff(np.append(starts, len(pid))))
+    zch = Zu.T @ np.bincount(pid[ch_rows], minlength=K)
+
+    def f(beta):
+        U = (Zu @ beta)[pid]
+        m = np.maximum.reduceat(U, starts)
+        e = np.exp(U - m[seg])
+        den = np.add.reduceat(e, starts)
+        val = -(U[ch_rows] - m - np.log(den)).mean() + 0.5 * l2 * beta @ beta
+        grad = -(zch - Zu.T @ np.bincount(pid, e / den[seg], minlength=K)) / n + l2 * beta
+        return val, grad
+
+    # the products are small (K x D): one BLAS thread is much faster than several on a busy machine
+    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
+
+    with threadpool_limits(1, user_api="blas"):
+        res = minimize(f, beta0, jac=True, method="L-BFGS-B",
+                       options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-7})
+    return res.x, res
+
+
+class PredicateMNL(ChoiceModel):
+    """MNL on the features Logic-Logit sees (chapter 01, ``01-consider-then-choose``): utility
+    ``u(x) = beta^T phi(x)`` with ``phi`` the predicate indicators of ``library`` (the library
+    Logic-Logit's rule search draws from) and, with ``conjunctions=True``, all their pairwise
+    conjunctions (rules of length 2, the interactions a linear MNL lacks).
+
+    Columns no MNL can use are dropped on the training data (:func:`informative_columns`). The L2
+    penalty (``l2 / 2 * |beta|^2`` on the mean NLL) is chosen from ``l2_grid`` by the NLL on a
+    validation split of ``val_fraction`` of the training choices (of the respondents when
+    ``data.meta["groups"]`` names them); the model is then refit on all training choices with
+    that penalty. The penalties are tried from the largest down, each fit warm-started from the
+    previous one; by default every penalty is tried (validation curves need not be unimodal: on the
+    Yogurt panel the first three rise, then fall); with ``patience`` set, the path stops once the
+    validation NLL has failed to improve that many times in a row. ``val_table_`` holds the
+    validation NLL of each penalty tried, ``l2_`` the chosen one.
+
+    ``library``: a :class:`PredicateLibrary` (default: ``PredicateLibrary.from_data`` on the
+    training data with ``n_bins``, as :class:`LogicLogit` builds it).
+    """
+
+    def __init__(self, library=None, conjunctions: bool = False, n_bins: int = 4,
+                 l2_grid=L2_GRID, val_fraction: float = 0.2, patience: int | None = None,
+                 max_iter: int = 1000, seed: int = 0):
+        l2_grid = tuple(float(v) for v in np.atleast_1d(l2_grid))
+        if not l2_grid or min(l2_grid) < 0:
+            raise ValueError(f"l2_grid must be a non-empty list of penalties >= 0, got {l2_grid}")
+        if not 0 < val_fraction < 1 and not (val_fraction == 0 and len(l2_grid) == 1):
+            raise ValueError(f"val_fraction must be in (0, 1) (0 only with a single l2), got {val_fraction}")
+        if patience is not None and patience < 1:
+            raise ValueError(f"patience must be a positive integer or None, got {patience!r}")
+        self.library, self.conjunctions, self.n_bins = library, bool(conjunctions), n_bins
+        self.patience = patience
+        self.l2_grid, self.val_fraction, self.max_iter, self.seed = l2_grid, val_fraction, max_iter, seed
+
+    def _rows(self, data: ChoiceData) -> np.ndarray:
+        """The kept feature columns on the offered items of ``data``, flat ``[N, D]`` bool."""
+        P = self.library_.evaluate(data)[data.mask]
+        a, b = np.array(self.pairs_, dtype=int).reshape(-1, 2).T
+        return np.concatenate([P[:, self.singles_], P[:, a] & P[:, b]], axis=1)
+
+    def features(self, data: ChoiceData) -> np.ndarray:
+        """``[n_obs, max_items, D]``: the model's (kept) feature columns on ``data`` (0 on padding)."""
+        self._check_fitted()
+        F = np.zeros(data.mask.shape + (len(self.feature_names_),))
+        F[data.mask] = self._rows(data)
+        return F
+
+    def _flat(self, data: ChoiceData):
+        """``(Zu, pid, starts, ch_rows)`` for :func:`_flat_mnl`: items with the same feature row
+        share it (on a grid of feature values most do), so each pass costs ``K << N`` rows."""
+        rows = self._rows(data)
+        packed = np.packbits(rows, axis=1)
+        _, first, pid = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+        counts = data.mask.sum(1)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        before = np.cumsum(data.mask, 1)[np.arange(data.n_obs), data.choice] - 1
+        Zu = np.ascontiguousarray(rows[first], dtype=np.float64)
+        return Zu, pid.ravel(), starts, starts + before
+
+    def fit(self, data: ChoiceData) -> "PredicateMNL":
+        from .predicates import PredicateLibrary
+
+        data = self._check_data(data)
+        t0 = time.perf_counter()
+        lib = self.library if self.library is not None else PredicateLibrary.from_data(data, self.n_bins)
+        self.library_ = lib
+        M = len(lib)
+        pairs = conjunction_pairs(M) if self.conjunctions else []
+        keep = informative_columns(conjunction_features(lib.evaluate(data), pairs, dtype=bool), data.mask)
+        self.singles_ = [int(k) for k in keep if k < M]
+        self.pairs_ = [pairs[k - M] for k in keep if k >= M]
+        self.feature_names_ = ([str(lib.predicates[k]) for k in self.singles_]
+                               + [lib.rule_str(p) for p in self.pairs_])
+        d = len(self.feature_names_)
+        self.val_table_ = {}
+        beta0 = np.zeros(d)
+        if len(self.l2_grid) == 1:
+            self.l2_ = self.l2_grid[0]
+        else:
+            groups = data.meta.get("groups")
+            groups = groups if groups is not None and np.shape(groups) == (data.n_obs,) else None
+            fit_part, val_part = _split_index(data, self.val_fraction, self.seed, groups)
+            fit_rows, val_rows = self._flat(data.subset(fit_part)), self._flat(data.subset(val_part))
+            beta, betas, best, worse = beta0, {}, np.inf, 0
+            for l2 in sorted(self.l2_grid, reverse=True):      # warm starts along the path
+                beta, _ = _flat_mnl(*fit_rows, l2, beta, self.max_iter)
+                betas[l2] = beta
+                v = self.val_table_[l2] = _flat_nll(*val_rows, beta)
+                worse = 0 if v < best else worse + 1
+                best = min(best, v)
+                if self.patience is not None and worse >= self.patience:
+                    break
+            self.l2_ = min(self.val_table_, key=lambda k: (self.val_table_[k], -k))
+            beta0 = betas[self.l2_]
+        self.beta_, res = _flat_mnl(*self._flat(data), self.l2_, beta0, self.max_iter)
+        self.coef_ = self.beta_
+        self.n_iter_, self.fit_seconds_ = res.nit, time.perf_counter() - t0
+        self.fitted_ = True
+        return self
+
+    def coef_table(self):
+        """The fitted coefficients by feature (readable predicate / conjunction), largest first."""
+        import pandas as pd
+
+        self._check_fitted()
+        return (pd.DataFrame({"feature": self.feature_names_, "coef": self.beta_})
+                .sort_values("coef", key=np.abs, ascending=False).reset_index(drop=True))
+
+    def predict_proba(self, data: ChoiceData) -> np.ndarray:
+        self._check_fitted()
+        data = self._check_data(data)
+        U = np.zeros(data.mask.shape)
+        U[data.mask] = self._rows(data).astype(np.float64) @ self.beta_
+        return softmax(U, data.mask)
+
+
+def _flat_nll(Zu, pid, starts, ch_rows, beta) -> float:
+    U = (Zu @ beta)[pid]
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(pid))))
+    m = np.maximum.reduceat(U, starts)
+    den = np.add.reduceat(np.exp(U - m[seg]), starts)
+    return float(-(U[ch_rows] - m - np.log(den)).mean())
+
+
+def _split_index(data: ChoiceData, val_fraction: float, seed: int, groups=None):
+    """Indices of the fit and validation parts of ``data`` (whole groups on one side)."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        perm = rng.permutation(data.n_obs)
+        is_val = np.zeros(data.n_obs, bool)
+        is_val[perm[: int(round(val_fraction * data.n_obs))]] = True
+    else:
+        uniq = rng.permutation(np.unique(groups))
+        is_val = np.isin(groups, uniq[: int(round(val_fraction * len(uniq)))])
+    if is_val.all() or not is_val.any():
+        raise ValueError(f"validation split of {data.n_obs} choices left one side empty")
+    return np.flatnonzero(~is_val), np.flatnonzero(is_val)
+
+
+def mnl_baselines(library=None, n_bins: int = 4, seed: int = 0) -> dict:
+    """The chapter's three MNL baselines, unfitted, by table name (chapter 01): the raw-feature
+    MNL (linear in the item features), the MNL on Logic-Logit's predicates, and the MNL on the
+    predicates plus their pairwise conjunctions (both with L2 chosen on a validation split)."""
+    return {"MNL (raw features)": MNL(),
+            "MNL (predicates)": PredicateMNL(library, conjunctions=False, n_bins=n_bins, seed=seed),
+            "MNL (predicates + pairs)": PredicateMNL(library, conjunctions=True, n_bins=n_bins, seed=seed)}

@@ -14,7 +14,8 @@ from .base import ChoiceModel
 from .data import ChoiceData, train_test_split
 
 __all__ = ["compare_models", "budget_sweep", "uniform_nll", "subsample_split", "compare_with_baselines",
-           "plot_budget_sweep"]
+           "plot_budget_sweep", "strongest_baseline", "paired_gaps", "versus", "n_parameters",
+           "best_logic"]
 
 
 def uniform_nll(data: ChoiceData) -> float:
@@ -24,19 +25,21 @@ def uniform_nll(data: ChoiceData) -> float:
 
 def compare_models(train: ChoiceData, test: ChoiceData, models: Mapping[str, ChoiceModel],
                    show_progress: bool = True):
-    """Fit each model on ``train``; a table with train/test NLL, test top-1 accuracy, fit seconds,
-    plus a ``uniform`` row. Returns ``(table, fitted)``."""
+    """Fit each model on ``train``; a table with train/test NLL, test top-1 accuracy, free
+    parameters (:func:`n_parameters`), fit seconds, plus a ``uniform`` row. Returns
+    ``(table, fitted)``."""
     import pandas as pd
 
     rows = [{"model": "uniform", "train NLL": uniform_nll(train), "test NLL": uniform_nll(test),
-             "top-1 accuracy": float(np.mean(1.0 / test.mask.sum(1))), "fit s": 0.0}]
+             "top-1 accuracy": float(np.mean(1.0 / test.mask.sum(1))), "parameters": 0, "fit s": 0.0}]
     fitted = {}
     it = progress(list(models.items()), desc="models") if show_progress else models.items()
     for name, m in it:
         t = time.perf_counter()
         m.fit(train)
         rows.append({"model": name, "train NLL": m.nll(train), "test NLL": m.nll(test),
-                     "top-1 accuracy": m.accuracy(test), "fit s": time.perf_counter() - t})
+                     "top-1 accuracy": m.accuracy(test), "parameters": n_parameters(m),
+                     "fit s": time.perf_counter() - t})
         fitted[name] = m
     return pd.DataFrame(rows).set_index("model"), fitted
 
@@ -69,23 +72,95 @@ def subsample_split(data: ChoiceData, n_obs: int, test_size: float, seed: int = 
     return train_test_split(data, test_size, seed=seed, groups=groups)
 
 
-def compare_with_baselines(train: ChoiceData, test: ChoiceData, cfg):
+def compare_with_baselines(train: ChoiceData, test: ChoiceData, cfg, return_fitted: bool = False):
     """Every model of the chapter on one split (``01-logic-logit/03-real-choices``): the uniform
-    model, MNL, latent-class MNL (EM, ``cfg.n_classes`` classes), the neural utility model, and
+    model, the three MNL baselines of :func:`mnl_baselines` (raw features; Logic-Logit's predicates,
+    from the training data with ``cfg.n_bins`` as Logic-Logit builds them; predicates + pairwise
+    conjunctions), latent-class MNL (EM, ``cfg.n_classes`` classes), the neural utility model, and
     Logic-Logit at each rules-per-type budget in ``cfg.budgets``. Returns ``(table, sweep, logic)``:
-    the table sorted by test NLL, the budget sweep, and the fitted Logic-Logit models by budget."""
-    from .baselines import MNL, LatentClassMNL, NeuralUtility
+    the table sorted by test NLL, the budget sweep, and the fitted Logic-Logit models by budget
+    (with ``return_fitted``, also the fitted baselines by row name)."""
+    from .baselines import LatentClassMNL, NeuralUtility, mnl_baselines
 
-    models = {"MNL": MNL(),
+    models = {**mnl_baselines(n_bins=cfg.n_bins, seed=cfg.seed),
               f"LC-MNL (EM, {cfg.n_classes} classes)": LatentClassMNL(cfg.n_classes, "em", n_iter=cfg.em_iters,
                                                                       seed=cfg.seed),
               "neural utility (MLP)": NeuralUtility(hidden=32, n_steps=cfg.nn_steps, seed=cfg.seed)}
-    table, _ = compare_models(train, test, models)
+    table, fitted = compare_models(train, test, models)
     sweep, logic = budget_sweep(train, test, cfg.budgets, max_types=cfg.max_types, max_len=cfg.max_len,
                                 beam_width=cfg.beam_width, refine_iters=cfg.refine_iters, n_bins=cfg.n_bins)
     for R, m in logic.items():
-        table.loc[f"Logic-Logit (R={R})"] = [m.nll(train), m.nll(test), m.accuracy(test), m.fit_seconds_]
-    return table.sort_values("test NLL"), sweep, logic
+        table.loc[f"Logic-Logit (R={R})"] = [m.nll(train), m.nll(test), m.accuracy(test), n_parameters(m),
+                                             m.fit_seconds_]
+    table = table.sort_values("test NLL")
+    return (table, sweep, logic, fitted) if return_fitted else (table, sweep, logic)
+
+
+def best_logic(table, logic: Mapping[int, ChoiceModel]):
+    """The Logic-Logit model of :func:`compare_with_baselines` with the lowest test NLL in
+    ``table`` (rows ``Logic-Logit (R=...)``), as ``(R, model)`` (``01-logic-logit/03-real-choices``)."""
+    R = min(logic, key=lambda r: table.loc[f"Logic-Logit (R={r})", "test NLL"])
+    return R, logic[R]
+
+
+def strongest_baseline(table, column: str, baselines=None):
+    """The best baseline of a comparison ``table`` on ``column`` (chapter 01): lowest for an NLL
+    column, highest otherwise. ``baselines``: the rows to consider (default: every row except
+    ``uniform``, oracles and Logic-Logit's). Returns ``(name, value)``."""
+    rows = [r for r in table.index if not (r == "uniform" or r.startswith("Logic") or "oracle" in r)] \
+        if baselines is None else list(baselines)
+    col = table.loc[rows, column]
+    name = col.idxmin() if "NLL" in column else col.idxmax()
+    return name, float(col[name])
+
+
+def n_parameters(model: ChoiceModel) -> int:
+    """Free parameters of a fitted chapter-01 model (a size for the readability comparison):
+    coefficients of an MNL; rule weights plus mixture proportions of Logic-Logit; class
+    coefficients plus proportions of a latent-class MNL; network weights of the neural model."""
+    from .baselines import MNL, LatentClassMNL, NeuralUtility, PredicateMNL
+    from .model import LogicLogit
+
+    if isinstance(model, (MNL, PredicateMNL)):
+        return int(len(model.beta_))
+    if isinstance(model, LogicLogit):
+        return int(sum(len(t.rules) for t in model.types_) + len(model.alphas_) - 1)
+    if isinstance(model, LatentClassMNL):
+        return int(sum(len(b) for b in model.betas_) + len(model.alphas_) - 1)
+    if isinstance(model, NeuralUtility):
+        return int(len(model.theta_))
+    raise TypeError(f"n_parameters does not know {type(model).__name__}")
+
+
+def paired_gaps(model: ChoiceModel, other: ChoiceModel, data: ChoiceData) -> dict:
+    """How much better ``model`` is than ``other`` on the same choices (chapter 01): the mean
+    per-choice NLL gap ``NLL_other - NLL_model`` and top-1 accuracy gap ``acc_model - acc_other``
+    (positive: ``model`` better), each with its paired standard error over choices."""
+    n = data.n_obs
+    lm = np.log(np.maximum(model.chosen_proba(data), 1e-300))
+    lo = np.log(np.maximum(other.chosen_proba(data), 1e-300))
+    d_nll = lm - lo
+    d_acc = (model.predict(data) == data.choice).astype(float) - (other.predict(data) == data.choice)
+    se = lambda d: float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return {"NLL gap": float(d_nll.mean()), "NLL gap se": se(d_nll),
+            "accuracy gap": float(d_acc.mean()), "accuracy gap se": se(d_acc)}
+
+
+def versus(model: ChoiceModel, others: Mapping[str, ChoiceModel], data: ChoiceData, z: float = 2.0):
+    """``model`` against each of ``others`` on the same held-out choices (chapter 01): the paired
+    gaps of :func:`paired_gaps` and a verdict per metric, ``better`` / ``worse`` when the gap
+    exceeds ``z`` standard errors, else ``tie``. One row per other model."""
+    import pandas as pd
+
+    def verdict(g, se):
+        return "better" if g > z * se else ("worse" if g < -z * se else "tie")
+
+    rows = []
+    for name, m in others.items():
+        g = paired_gaps(model, m, data)
+        rows.append({"baseline": name, **g, "NLL verdict": verdict(g["NLL gap"], g["NLL gap se"]),
+                     "accuracy verdict": verdict(g["accuracy gap"], g["accuracy gap se"])})
+    return pd.DataFrame(rows).set_index("baseline")
 
 
 def plot_budget_sweep(sweep, table, name: str, ax_nll, ax_acc) -> None:
