@@ -340,15 +340,17 @@ def compare(committed: Mapping, rerun: Mapping) -> list[str]:
 
 
 def changed_in_last_results_commit(root: Path | None = None) -> list[str] | None:
-    """``chapter/notebook`` of the results that the last commit touching ``results/`` changed;
+    """``chapter/notebook`` of the results that the last commit touching the ledger's files
+    (``results/<chapter>/<notebook>.json``) changed;
     None when git or the history is unavailable (a shallow clone without such a commit)."""
     root = root or _root()
     try:
-        sha = subprocess.run(["git", "log", "-1", "--format=%H", "--", "results/"], cwd=root,
+        ledger_files = "results/[0-9]*/*.json"  # not results/robustness/, results/bench/
+        sha = subprocess.run(["git", "log", "-1", "--format=%H", "--", ledger_files], cwd=root,
                              capture_output=True, text=True, check=True).stdout.strip()
         if not sha:
             return None
-        names = subprocess.run(["git", "show", "--name-only", "--format=", sha, "--", "results/"],
+        names = subprocess.run(["git", "show", "--name-only", "--format=", sha, "--", ledger_files],
                                cwd=root, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None

@@ -199,7 +199,16 @@ def readme_block(results: list[Mapping[str, Any]]) -> str:
     t = totals(results)
     lines += [f"| **all** | {t['notebooks']} | {t['findings held']} / {t['findings']} | "
               f"{t['must-hold findings held']} / {t['must-hold findings']} | "
-              f"{t['checks held']} / {t['checks']} | |", "", README_END]
+              f"{t['checks held']} / {t['checks']} | |", ""]
+    timed = [(float(r["elapsed_s"]), f"{r.get('chapter')}/{r.get('notebook')}") for r in results
+             if isinstance(r.get("elapsed_s"), (int, float))]
+    if timed:
+        timed.sort()
+        lines += [f"Execution at these results' profile: {len(timed)} notebooks, "
+                  f"{sum(t for t, _ in timed):,.0f} s in all, median {timed[len(timed) // 2][0]:.0f} s, "
+                  f"longest {timed[-1][1]} ({timed[-1][0]:.0f} s); each from its kernel's start to "
+                  "its results being saved.", ""]
+    lines.append(README_END)
     return "\n".join(lines)
 
 

@@ -196,6 +196,12 @@ def test_pick_for_ci_takes_the_last_results_commit_within_budget(book):
     git("add", "results")
     git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "results")
     assert ledger.changed_in_last_results_commit(book) == ["01-a/01-uses-chap", "01-a/02-core-only"]
+    # a later commit of robustness files only does not count as a change of the ledger
+    (book / "results" / "robustness" / "01-a").mkdir(parents=True)
+    (book / "results" / "robustness" / "01-a" / "01-uses-chap.json").write_text("{}")
+    git("add", "results")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "robustness")
+    assert ledger.changed_in_last_results_commit(book) == ["01-a/01-uses-chap", "01-a/02-core-only"]
     picked, why = ledger.pick_for_ci(book, budget_s=900, day=day)
     assert len(picked) == 1 and "changed in the last commit" in why and "1 of 2 fit" in why
     picked, _ = ledger.pick_for_ci(book, budget_s=2000, day=day)
