@@ -356,11 +356,11 @@ def _always_outdated(app, env, added, changed, removed):
     """Results change with every build: re-read the pages that show them; in a book build from
     the cache, also the notebooks whose committed result is stale (:func:`_stale_notebooks`)."""
     pages = [d for d in env.found_docs if _uses_directive(app, d) and d not in added | changed]
-    stale = [d for d in _stale_notebooks(app) if d in env.found_docs and d not in added | changed]
+    stale = [d for d in _stale_notebooks(app, env) if d in env.found_docs and d not in added | changed]
     return pages + stale
 
 
-def _stale_notebooks(app) -> list[str]:
+def _stale_notebooks(app, env) -> list[str]:
     """Docnames of notebooks whose ledger entry is stale, missing or from another profile, in a
     ``book``-profile build that executes from the cache into the ledger (``make book``); their
     cache records are removed so that they execute again."""
@@ -372,7 +372,10 @@ def _stale_notebooks(app) -> list[str]:
             if p.kind in ("stale", "missing", "profile", "unreadable")]
     if not redo:
         return []
-    cache_path = app.config.nb_execution_cache_path or ".jupyter_cache"
+    # myst-nb's own choice: the configured path, else <outdir>/../.jupyter_cache
+    cache_path = (getattr(getattr(env, "mystnb_config", None), "execution_cache_path", None)
+                  or app.config.nb_execution_cache_path
+                  or str(Path(app.outdir).parent / ".jupyter_cache"))
     root = paths.repo_root()
     targets = {str((root / "notebooks" / f"{n}.ipynb").resolve()) for n in redo}
     try:
@@ -381,7 +384,7 @@ def _stale_notebooks(app) -> list[str]:
         cache = get_cache(cache_path)
         for rec in cache.list_cache_records():
             if str(Path(rec.uri).resolve()) in targets:
-                cache.remove_cache_record(rec.pk)
+                cache.remove_cache(rec.pk)
     except Exception as e:  # noqa: BLE001 - no cache yet: everything executes anyway
         print(f"iclr25: could not prune the execution cache {cache_path}: {e}")
     print(f"iclr25: {len(redo)} notebook(s) with a stale or missing book result execute again: "

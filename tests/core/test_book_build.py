@@ -94,3 +94,17 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     assert "failed claim: the effect is there" in summary
     assert "2 notebook(s)" in summary and "1 failed" in summary
     assert "99-t/02-fails" in log  # printed at the end of the build too
+
+    # a second build: the cached notebook whose committed result went stale executes again
+    import json
+
+    result = root / "results" / "99-t" / "01-ok.json"
+    data = json.loads(result.read_text())
+    data["inputs"]["files"]["constraints.txt"] = "an older hash"
+    result.write_text(json.dumps(data))
+    proc = subprocess.run([str(jb), "build", str(root), "-W", "-n", "--keep-going"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert "stale or missing book result execute again: 99-t/01-ok" in log, log
+    assert json.loads(result.read_text())["inputs"]["files"]["constraints.txt"] != "an older hash"
+    assert not (root / ".jupyter_cache").exists()  # the build's own cache, not one beside it
