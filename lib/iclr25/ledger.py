@@ -369,7 +369,9 @@ def rotation(notebooks: Sequence[str], k: int, day: _dt.date | None = None) -> l
     if not items:
         return []
     day = day or _dt.date.today()
-    start = (day.toordinal() * k) % len(items)
+    n = len(items)
+    step = k if math.gcd(k, n) == 1 else 1  # a step coprime to n visits every start
+    start = (day.toordinal() * step) % n
     return [items[(start + i) % len(items)] for i in range(min(k, len(items)))]
 
 

@@ -178,6 +178,10 @@ def test_rotation_walks_through_every_notebook():
     assert all(len(p) == 2 and len(set(p)) == 2 for p in picks)
     assert set().union(*picks) == set(items)
     assert ledger.rotation(items, 2, day) == ledger.rotation(items, 2, day)
+    for n, k in ((6, 2), (31, 31), (5, 5)):  # k and n not coprime: every start still comes round
+        items = [f"c/{i}" for i in range(n)]
+        starts = {ledger.rotation(items, k, day + dt.timedelta(days=d))[0] for d in range(n)}
+        assert starts == set(items)
     assert ledger.rotation([], 2, day) == []
 
 
