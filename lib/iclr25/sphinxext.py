@@ -266,9 +266,13 @@ class RobustnessDirective(_ResultsDirective):
         import json
 
         data = [json.loads(f.read_text()) for f in files]
+        in_book = [n for n in ledger.book_notebooks() if n.split("/")[0] == chapter]
+        covered = "" if len(data) >= len(in_book) else (
+            f"; it covered {len(data)} of the chapter's {len(in_book)} notebooks: "
+            + ", ".join(d["notebook"] for d in data))
         meta = (f"the robustness run of {min(d.get('created', '') for d in data)[:10]} (profile "
                 f"{', '.join(sorted({str(d.get('profile')) for d in data}))}, seeds "
-                f"{', '.join(map(str, data[0].get('seeds', [])))})")
+                f"{', '.join(map(str, data[0].get('seeds', [])))}{covered})")
         weak = [(d["notebook"], c) for d in data for c in d.get("claims", [])
                 if c.get("kind") == "finding" and c.get("must_hold") and c["held"] < c["n"]]
         n_must = sum(1 for d in data for c in d.get("claims", [])
