@@ -5,6 +5,7 @@ the exit status is non-zero."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -62,7 +63,13 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     (root / "_toc.yml").write_text(TOC)
     (root / "pyproject.toml").write_text("")
     (root / "constraints.txt").write_text("")
-    (root / "intro.md").write_text("# Mini book\n")
+    (root / "intro.md").write_text("# Mini book\n\n```{iclr25-robustness} 99-t\n```\n")
+    rob = root / "results" / "robustness" / "99-t" / "01-ok.json"
+    rob.parent.mkdir(parents=True)
+    rob.write_text(json.dumps({"chapter": "99-t", "notebook": "01-ok", "profile": "smoke",
+                               "seeds": [0, 1, 2], "created": "2026-12-02T00:00:00+00:00",
+                               "claims": [{"claim": "the effect is there", "kind": "finding",
+                                           "must_hold": True, "held": 2, "n": 3}]}))
     (root / "scorecard.md").write_text("# Scorecard\n\n```{iclr25-scorecard}\n```\n")
     _nb(root / "notebooks" / "99-t" / "01-ok.ipynb", holds=True)
     _nb(root / "notebooks" / "99-t" / "02-fails.ipynb", holds=False)
@@ -83,6 +90,9 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     assert "computed before the claims" in failed
     assert "iclr25-claim-failed" in failed and "FAILED" in failed
     assert "ClaimFailed" in failed and "after the failure" not in failed
+    intro = (html / "intro.html").read_text()
+    assert "held in fewer than all seeds" in intro and "2 of 3" in intro
+    assert "it covered 1 of the chapter\u2019s 2 notebooks: 01-ok" in intro  # smart quotes
     scorecard = (html / "scorecard.html").read_text()
     assert "Notebooks that failed in this build" in scorecard and "02-fails" in scorecard
     assert "1 of 2 findings held (must hold: 1 of 2); 2 of 2 checks held" in scorecard
@@ -96,7 +106,6 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     assert "99-t/02-fails" in log  # printed at the end of the build too
 
     # a second build: the cached notebook whose committed result went stale executes again
-    import json
 
     result = root / "results" / "99-t" / "01-ok.json"
     data = json.loads(result.read_text())
