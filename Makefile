@@ -1,13 +1,13 @@
 # iclr25-book: one command to install, test, or render the book.
 #   make book        execute every notebook (book profile) and render _build/html; a failed
 #                    notebook does not stop it: the summary at the end names it, exit non-zero
-#   make test        the results ledger is current + unit tests + a strict render executing every
-#                    notebook (smoke profile) + the rendered book in headless Chromium
+#   make test        the results ledger is current + unit tests + every notebook under nbval (smoke
+#                    profile) + a strict render of those executed notebooks + headless Chromium
 #   make results     re-run, at the book profile, every notebook whose committed result is stale
 #   make verify      CI: re-run some book notebooks, compare with their committed results
 #   make robustness  every notebook over seeds 0,1,2 (smoke): per finding, held in k of 3 seeds
 #   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
-#   make bench       all benchmarks (installs the bench extra)
+#   make bench       all benchmarks (installs the bench extra) -> results/bench/*.json
 #   make book-force  clear the execution cache, then make book
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -58,7 +58,7 @@ smoke: $(STAMP)
 	@echo "The smoke preview: file://$(CURDIR)/_build_smoke/_build/html/index.html"
 
 # the README's test command (CI runs exactly this)
-test: $(STAMP) ledger unit render browser
+test: $(STAMP) ledger unit notebooks render browser
 
 # every notebook's committed book-profile result matches its inputs (and the README's table)
 ledger: $(STAMP)
@@ -77,27 +77,30 @@ robustness: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests -q --ignore=tests/browser
 
-# every notebook executes once, in the smoke profile, while the book renders strictly (-W): a
-# notebook that raises (a claim that must hold and does not, included) or a broken toc, page,
-# cross-reference or directive fails it. -E re-reads every page, so nothing is left unexecuted.
-render: $(STAMP)
-	rm -rf _build_smoke/results && mkdir -p _build_smoke/results
-	$(BIN)/jupyter-book config sphinx . > /dev/null
-	echo "nb_execution_raise_on_error = True  # the strict render fails fast" >> conf.py
-	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(BIN)/sphinx-build -q -E \
-	  -W -n --keep-going -D nb_execution_mode=force -b html . _build_smoke/_build/html; \
-	  rc=$$?; rm -f conf.py; exit $$rc
+# every notebook executes once, under nbval (smoke profile): one pytest line per notebook, a cell
+# that raises (a claim that must hold and does not, included) fails it. The executed notebooks
+# (outputs as nbval received them) go to _build_smoke/executed/ for `render`.
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=600 -p iclr25.nbcapture -p no:cacheprovider
+notebooks: $(STAMP)
+	rm -rf _build_smoke/results _build_smoke/executed && mkdir -p _build_smoke/results
+	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results \
+	  $(BIN)/pytest $(NBVAL) --nb-capture-dir _build_smoke/executed notebooks/
+
+# the book rendered strictly (-W) from the notebooks `notebooks` executed, without executing them
+# again: a copy of the sources with the executed notebooks (_build_smoke/src), execution off. A
+# broken toc, page, cross-reference or directive fails it.
+render: notebooks
+	$(BIN)/python -m iclr25.nbcapture _build_smoke/executed _build_smoke/src
+	cd _build_smoke/src && ICLR25_ROOT=$(CURDIR) $(CURDIR)/$(BIN)/jupyter-book config sphinx . > /dev/null
+	echo 'nb_execution_mode = "off"  # executed by nbval (make notebooks)' >> _build_smoke/src/conf.py
+	cd _build_smoke/src && ICLR25_ROOT=$(CURDIR) ICLR25_PROFILE=smoke \
+	  ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(CURDIR)/$(BIN)/sphinx-build -q -E \
+	  -W -n --keep-going -b html . $(CURDIR)/_build_smoke/_build/html
 
 # the rendered smoke book in headless Chromium over loopback (screenshots: _build/screenshots/)
 browser: $(STAMP) $(CHROMIUM)
 	CHROMIUM=$(CHROMIUM) ICLR25_BOOK_HTML=$(CURDIR)/_build_smoke/_build/html ICLR25_REQUIRE_BOOK=1 \
 	  $(BIN)/pytest tests/browser -q -p no:cacheprovider
-
-# the notebooks alone under nbval (a per-cell report; `make test` executes them in `render`)
-notebooks: $(STAMP)
-	mkdir -p _build_smoke/results
-	ICLR25_PROFILE=smoke ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results \
-	  $(BIN)/pytest --nbval-lax --nbval-current-env -p no:cacheprovider notebooks/ -q
 
 # Debian's Chromium for the browser test (Playwright drives it; it downloads no browser itself)
 $(CHROMIUM):
@@ -106,7 +109,9 @@ $(CHROMIUM):
 bench: $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e ".[bench]"
 	$(BIN)/pip install -q --no-deps -c constraints.txt $(BENCH_NODEPS)
+	rm -rf results/bench
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@echo "make bench: records in results/bench/ (the Performance page shows them)"
 
 clean:
 	rm -rf _build _build_smoke _build_check runs conf.py

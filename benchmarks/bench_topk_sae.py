@@ -3,7 +3,7 @@
 Setting (the issue's): d = 576 (SmolLM2-135M residual stream), n = 16384 latents, k = 32, batches of
 4096 tokens, float32, on the same cached activations (``iclr25.topk_sae.acts``, layer 15). Every
 trainer starts from the same weights (a tied encoder/decoder with unit-norm rows, ``b_pre`` = our
-geometric median, zero encoder bias), uses Adam (lr, eps 6.25e-10) with the decoder gradient projected
+geometric median, zero encoder bias), uses the same optimiser, torch's fused CPU Adam (lr, eps 6.25e-10), with the decoder gradient projected
 and the decoder renormalised each step, and sees the same batches; the NMSE each reaches on
 held-out activations after the same number of tokens is printed beside its speed.
 
@@ -15,7 +15,8 @@ held-out activations after the same number of tokens is printed beside its speed
 Also reported: the encoder forward alone (the one dense matmul a TopK step cannot avoid, timed
 as ``addmm`` into a preallocated buffer: its floor) and our step's fraction of that limit, and the
 largest speed-up over sparsify that any exact float32 trainer could reach here (sparsify's step
-over the limit). A peer that is not installed is skipped with the reason. Step times are medians.
+over the limit). A peer that is not installed is skipped with the reason. Step times are medians
+through ``iclr25.bench``; the held-out NMSE after the same steps must agree with ours to 0.01.
 
 Run alone (timings beside other jobs are noise):
 ``python benchmarks/bench_topk_sae.py [--steps 4] [--tokens 12288]``.
@@ -25,12 +26,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
-import numpy as np
 import torch
 
 import iclr25.topk_sae as ts
+from iclr25 import bench
 from iclr25.topk_sae import acts as A
 
 D, N, K, B = 576, 16384, 32, 4096
@@ -56,32 +56,37 @@ def batch_list(X, steps):
     return list(ts.train.batches(X, B, steps, seed=0))
 
 
-def time_steps(step, batches):
-    """Median seconds per step over ``batches[1:]`` (the first step is a warm-up, not timed, but
-    its tokens count towards the NMSE)."""
-    step(batches[0])
-    times = []
-    for x in batches[1:]:
-        t0 = time.perf_counter()
-        step(x)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+def adam(params, lr):
+    """The one optimiser every trainer gets: torch's fused CPU Adam, eps 6.25e-10."""
+    return torch.optim.Adam(params, lr=lr, eps=6.25e-10, fused=True)
+
+
+def cycling(batches):
+    """A step function's next batch: the same sequence for every trainer."""
+    it = [0]
+
+    def nxt():
+        x = batches[it[0] % len(batches)]
+        it[0] += 1
+        return x
+    return nxt
 
 
 def run_ours(w, batches, X_eval, lr, scale):
     sae = ts.TopKSAE(D, N, K, auxk=0)
     sae.load_state_dict(w)
-    opt = torch.optim.Adam(sae.parameters(), lr=lr, eps=6.25e-10, fused=True)
+    opt = adam(sae.parameters(), lr)
     buf = torch.empty(B, N)     # the pre-activations, reused every step (as train_sae does)
+    nxt = cycling(batches)
 
-    def step(x):
+    def step():
+        x = nxt()
         ts.topk_loss_and_grads(sae, x, scale, out=buf)
         sae.project_decoder_grad_()
         opt.step()
         sae.normalize_decoder_()
 
-    sec = time_steps(step, batches)
-    return sec, ts.evaluate(sae, X_eval)["nmse"]
+    return step, lambda: ts.evaluate(sae, X_eval)["nmse"]
 
 
 def run_sparsify(w, batches, X_eval, lr):
@@ -96,19 +101,21 @@ def run_sparsify(w, batches, X_eval, lr):
         sae.encoder.bias.copy_(w["b_enc"])
         sae.W_dec.copy_(w["W_dec"])
         sae.b_dec.copy_(w["b_pre"])
-    opt = torch.optim.Adam(sae.parameters(), lr=lr, eps=6.25e-10)
+    opt = adam(sae.parameters(), lr)
+    nxt = cycling(batches)
 
-    def step(x):
+    def step():
         opt.zero_grad(set_to_none=True)
-        sae(x).fvu.backward()
+        sae(nxt()).fvu.backward()
         sae.remove_gradient_parallel_to_decoder_directions()
         opt.step()
         sae.set_decoder_norm_to_unit_norm()
 
-    sec = time_steps(step, batches)
-    with torch.no_grad():
-        out = torch.cat([sae(X_eval[s:s + 2048]).sae_out for s in range(0, len(X_eval), 2048)])
-    return sec, ts.nmse(out, X_eval)
+    def result():
+        with torch.no_grad():
+            out = torch.cat([sae(X_eval[s:s + 2048]).sae_out for s in range(0, len(X_eval), 2048)])
+        return ts.nmse(out, X_eval)
+    return step, result
 
 
 def run_saelens(w, batches, X_eval, lr):
@@ -122,12 +129,13 @@ def run_saelens(w, batches, X_eval, lr):
         sae.b_enc.copy_(w["b_enc"])
         sae.W_dec.copy_(w["W_dec"])
         sae.b_dec.copy_(w["b_pre"])
-    opt = torch.optim.Adam(sae.parameters(), lr=lr, eps=6.25e-10)
+    opt = adam(sae.parameters(), lr)
     it = [0]
+    nxt = cycling(batches)
 
-    def step(x):
+    def step():
         opt.zero_grad(set_to_none=True)
-        out = sae.training_forward_pass(TrainStepInput(sae_in=x, coefficients={},
+        out = sae.training_forward_pass(TrainStepInput(sae_in=nxt(), coefficients={},
                                                        dead_neuron_mask=None,
                                                        n_training_steps=it[0],
                                                        is_logging_step=False))
@@ -140,49 +148,55 @@ def run_saelens(w, batches, X_eval, lr):
             sae.W_dec /= sae.W_dec.norm(dim=1, keepdim=True)
         it[0] += 1
 
-    sec = time_steps(step, batches)
-    with torch.no_grad():
-        out = torch.cat([sae.decode(sae.encode(X_eval[s:s + 2048]))
-                         for s in range(0, len(X_eval), 2048)])
-    return sec, ts.nmse(out, X_eval)
+    def result():
+        with torch.no_grad():
+            out = torch.cat([sae.decode(sae.encode(X_eval[s:s + 2048]))
+                             for s in range(0, len(X_eval), 2048)])
+        return ts.nmse(out, X_eval)
+    return step, result
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=6, help="steps per trainer (first is warm-up)")
     ap.add_argument("--tokens", type=int, default=12288, help="training activations to cache")
     ap.add_argument("--eval-tokens", type=int, default=2048)
     ap.add_argument("--lr", type=float, default=1e-3)
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="3 steps on 8192 cached tokens")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.steps, args.tokens = 3, 8192
     torch.manual_seed(0)
-    print(f"threads {torch.get_num_threads()}; d={D} n={N} k={K} batch={B}; {args.steps} steps")
     X, X_eval = load_acts(args.tokens, args.eval_tokens)
-    print(f"activations: train {tuple(X.shape)}, eval {tuple(X_eval.shape)} (SmolLM2 layer 15)")
     w = init_weights(X)
     scale = ts.mse_scale(X[:8192])
     batches = batch_list(X, args.steps)
-    W_enc, buf = w["W_enc"], torch.empty(B, N)
-    enc = time_steps(lambda x: torch.addmm(w["b_enc"], x, W_enc.T, out=buf), batches)
-    results = {"ours": run_ours(w, batches, X_eval, args.lr, scale)}
-    for name, fn in (("sparsify", run_sparsify), ("SAELens", run_saelens)):
+    cmp = bench.Comparison(
+        "06-topk-sae-train-step", f"TopK SAE training step, d={D} n={N} k={K}, batch {B}",
+        chapter="06-topk-sae", target=2.0, tol=0.01, repeat=args.steps - 1, warmup=1, unit="tok",
+        settings={"d": D, "n_latents": N, "k": K, "batch": B, "dtype": "float32",
+                  "optimiser": "torch.optim.Adam(fused=True, eps=6.25e-10) for every trainer",
+                  "lr": args.lr, "steps": args.steps, "threads": torch.get_num_threads(),
+                  "activations": "SmolLM2-135M layer 15 (cached)"},
+        notes="compared: held-out NMSE after the same steps on the same batches from the same "
+              "weights (absolute tolerance 0.01)")
+    step, result = run_ours(w, batches, X_eval, args.lr, scale)
+    cmp.add("ours (topk_loss_and_grads)", step, result=result, work=B)
+    for name, peer, fn in (("sparsify SparseCoder", "eai-sparsify", run_sparsify),
+                           ("SAELens TopKTrainingSAE", "sae-lens", run_saelens)):
         try:
-            results[name] = fn(w, batches, X_eval, args.lr)
+            step, result = fn(w, batches, X_eval, args.lr)
         except ImportError as err:
-            print(f"{name}: skipped ({err})")
-    tokens = args.steps * B
-    print(f"\nencoder forward alone: {enc:.3f} s per batch ({B / enc:,.0f} tok/s): the limit")
-    print(f"{'trainer':10s} {'s/step':>8s} {'tok/s':>8s} {'NMSE after ' + format(tokens, ','):>20s}")
-    for name, (sec, err) in results.items():
-        print(f"{name:10s} {sec:8.3f} {B / sec:8,.0f} {err:20.4f}")
-    ours = results["ours"][0]
-    for name in ("sparsify", "SAELens"):
-        if name in results:
-            print(f"speed-up over {name}: {results[name][0] / ours:.2f}x "
-                  f"(NMSE {results['ours'][1]:.4f} vs {results[name][1]:.4f})")
-    print(f"our step's fraction of the encoder-forward limit: {enc / ours:.0%}")
-    if "sparsify" in results:
-        print(f"ceiling (sparsify's step / the limit): {results['sparsify'][0] / enc:.2f}x; "
-              "target: >= 2x sparsify at equal or better NMSE")
+            cmp.skip(name, str(err), peer=peer)
+            continue
+        cmp.add(name, step, role="baseline", peer=peer, result=result, work=B,
+                what="its forward + autograd, same projection and renormalisation")
+    W_enc, buf = w["W_enc"], torch.empty(B, N)
+    nxt = cycling(batches)
+    cmp.add("encoder forward alone (the floor)",
+            lambda: torch.addmm(w["b_enc"], nxt(), W_enc.T, out=buf), role="variant", agree=False,
+            work=B, what="the one dense matmul any exact TopK step does: the limit for every trainer")
+    cmp.run(distance=lambda a, b: abs(float(a) - float(b)))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from . import claims, ledger, paths, profiles, robustness, scorecard
 from .chapters import CHAPTERS
 
 _RESULT_PAGES: set[str] = set()
-_DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters", "iclr25-robustness")
+_DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters", "iclr25-robustness", "iclr25-performance")
 
 
 def _mathjax_dir() -> Path:
@@ -286,6 +286,92 @@ class RobustnessDirective(_ResultsDirective):
         return self._parse("\n".join(lines))
 
 
+class PerformanceDirective(_ResultsDirective):
+    """``{iclr25-performance}``: one table and one bar chart of every benchmark's headline ratio
+    (ours against the strongest baseline it ran) from the last ``make bench``
+    (``results/bench/*.json``, :mod:`iclr25.bench`), with the machine, date and peer versions."""
+
+    def run(self):
+        from . import bench
+
+        _RESULT_PAGES.add(self.env.docname)
+        recs = bench.load_records(_ledger_dir() / "bench")
+        if not recs:
+            return self._parse("*No benchmark results yet: `make bench` writes them to "
+                               "`results/bench/` (each benchmark through `iclr25.bench`), and this "
+                               "page shows them.*")
+        out = []
+        machines = {}
+        for r in recs:
+            m = r.get("machine", {})
+            key = (m.get("cpu"), m.get("cores"), m.get("torch_threads"))
+            machines.setdefault(key, []).append(r)
+        for (cpu, cores, threads), rs in machines.items():
+            dates = sorted(r.get("date", "")[:10] for r in rs)
+            span = dates[0] + (f" to {dates[-1]}" if dates[-1] != dates[0] else "")
+            load = [r["machine"]["load_avg_1m"] for r in rs
+                    if r["machine"].get("load_avg_1m") is not None]
+            vers = ", ".join(f"{k} {v}" for k, v in rs[0]["machine"].get("versions", {}).items())
+            line = (f"Measured on **{cpu}**, {cores} cores, torch threads {threads}, {span}: "
+                    f"{len(rs)} comparisons")
+            if load:
+                line += f", 1-minute load average at their start {min(load):.1f} to {max(load):.1f}"
+            out.append(line + (f" ({vers})." if vers else "."))
+        out += ["", "| chapter | comparison | ours | strongest baseline | ratio | target | "
+                "agreement (tol) | variants |", "|---|---|---|---|---|---|---|---|"]
+        for r in recs:
+            rows = {x["name"]: x for x in r["rows"]}
+            ours = next(x for x in r["rows"] if x["role"] == "ours")
+            base = rows[r["strongest_baseline"]]
+            peer = base["name"] + (f" ({base['peer']} {base['version']})" if base.get("version") else "")
+            agree = [x["distance"] for x in r["rows"] if x.get("distance") is not None]
+            tgt = "" if r.get("target") is None else (
+                f"{r['target']:g}x ({'met' if r.get('meets_target') else '**not met**'})")
+            var = "; ".join(f"{x['name']}: {x['ratio_vs_strongest']:.2g}x" for x in r["rows"]
+                            if x["role"] == "variant")
+            out.append(f"| {r['chapter']} | {_md_escape(r['title'])} | {_md_escape(ours['name'])} | "
+                       f"{_md_escape(peer)} | **{r['headline']:.2f}x** | {tgt} | "
+                       f"{max(agree):.1e} ({r.get('tol', 0):g}) | {_md_escape(var)} |")
+        out += ["", "Ratio: the strongest baseline's median time over ours (per unit of work when "
+                "the contenders ran different amounts); above 1, ours is faster. Agreement: the "
+                "largest distance between our output and a contender's; a benchmark whose outputs "
+                "disagree beyond its tolerance fails and writes no record."]
+        nodes_ = self._parse("\n".join(out))
+        nodes_.append(nodes.raw("", _ratio_chart_svg(recs), format="html"))
+        return nodes_
+
+
+def _ratio_chart_svg(recs) -> str:
+    """A horizontal bar chart (inline SVG) of each comparison's headline ratio, target marked."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [r["id"] for r in recs]
+    vals = [max(r["headline"], 1e-3) for r in recs]
+    fig, ax = plt.subplots(figsize=(7, 0.32 * len(recs) + 1.2))
+    y = list(range(len(recs)))[::-1]
+    colors = ["#4c72b0" if (r.get("target") is None or r.get("meets_target")) else "#c44e52" for r in recs]
+    ax.barh(y, vals, color=colors)
+    for yi, r in zip(y, recs):
+        if r.get("target") is not None:
+            ax.plot([r["target"]] * 2, [yi - 0.4, yi + 0.4], color="black", lw=1.5)
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_xlabel("speed-up over the strongest baseline (log scale; black tick: target)")
+    ax.set_title("Benchmarks: ours vs the strongest baseline (red: target not met)", fontsize=9)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    svg = buf.getvalue()
+    return '<div class="iclr25-performance-chart">' + svg[svg.index("<svg"):] + "</div>"
+
+
 _REF = re.compile(r"\b(Figs?|Fig|Tables?|Tab|Thm|Theorem|Sec|Eq|Alg|Algorithm|Cor|Corollary|Lemma|Prop)"
                   r"\.?\s*([A-Z]?\d+(?:\.\d+)*)")
 _KIND = {"Figs": "Fig.", "Fig": "Fig.", "Tables": "Table", "Table": "Table", "Tab": "Table", "Thm": "Thm",
@@ -478,6 +564,7 @@ def setup(app):
     app.add_directive("iclr25-scorecard", ScorecardDirective)
     app.add_directive("iclr25-chapters", ChaptersDirective)
     app.add_directive("iclr25-robustness", RobustnessDirective)
+    app.add_directive("iclr25-performance", PerformanceDirective)
     app.connect("config-inited", _offline_mathjax)
     app.connect("build-finished", _copy_mathjax)
     app.connect("html-page-context", _drop_remote_scripts, priority=900)

@@ -44,6 +44,7 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import importlib.util
@@ -67,6 +68,8 @@ __all__ = [
     "train",
     "evaluate",
     "lm_loss",
+    "lr_schedule",
+    "SCHEDULES",
     "ByteTokenizer",
     "HFTokenizer",
     "Article",
@@ -388,22 +391,39 @@ def evaluate(model: nn.Module, data: Data, *, batch_size: int, seq_len: int | No
     return float(np.mean(losses))
 
 
-def _lr_at(step: int, n_steps: int, lr: float, warmup: int, schedule: str, min_lr_ratio: float):
+SCHEDULES = ("cosine", "constant", "linear")
+
+
+def lr_schedule(step: int, n_steps: int, lr: float, warmup: int = 0, schedule: str = "cosine",
+                min_lr_ratio: float = 0.1) -> float:
+    """The learning rate at ``step``: linear warm-up over ``warmup`` steps, then cosine or linear
+    decay to ``min_lr_ratio * lr`` at ``n_steps``, or constant.
+
+    Part of the shared core (:func:`train`; chapter 02's SGD runs use it too).
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
     if warmup and step < warmup:
         return lr * (step + 1) / warmup
     if schedule == "constant":
         return lr
-    progress_frac = (step - warmup) / max(1, n_steps - warmup)
-    return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress_frac)))
+    frac = (step - warmup) / max(1, n_steps - warmup)
+    shape = 0.5 * (1 + math.cos(math.pi * frac)) if schedule == "cosine" else 1 - frac
+    return lr * (min_lr_ratio + (1 - min_lr_ratio) * shape)
 
 
 def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: float,
           seq_len: int | None, seed: int, eval_every: int | None = None,
-          val_data: Data | None = None, schedule: str = "cosine", warmup: int = 0,
+          val_data: Data | None = None, schedule: str | Callable[[int], float] = "cosine",
+          warmup: int = 0,
           min_lr_ratio: float = 0.1, weight_decay: float = 0.1,
           betas: tuple[float, float] = (0.9, 0.95), grad_clip: float | None = 1.0,
-          eval_batches: int = 8, log_every: int = 1, desc: str = "training") -> dict[str, Any]:
-    """Train ``model`` for next-token prediction with AdamW.
+          eval_batches: int = 8, log_every: int = 1, desc: str = "training",
+          loss_fn: Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+          optimizer: Callable[[list[dict]], torch.optim.Optimizer] | None = None,
+          step_context: Callable[[int, torch.Tensor, torch.Tensor], Any] | None = None,
+          on_step: Callable[[int, torch.Tensor], None] | None = None) -> dict[str, Any]:
+    """Train ``model`` for next-token prediction with AdamW (or ``optimizer``).
 
     Part of the shared core.
 
@@ -429,8 +449,8 @@ def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: fl
         What to evaluate on (same forms as ``data``); defaults to ``data`` itself. Evaluation
         uses the same ``eval_batches`` batches every time (see :func:`evaluate`).
     schedule
-        ``"cosine"`` (decay to ``min_lr_ratio * lr``) or ``"constant"``, after ``warmup``
-        linear warm-up steps.
+        ``"cosine"`` or ``"linear"`` (decay to ``min_lr_ratio * lr``) or ``"constant"``, after
+        ``warmup`` linear warm-up steps (:func:`lr_schedule`); or a callable ``step -> lr``.
     weight_decay, betas, grad_clip
         AdamW's decay (applied to matrices only, not to biases or LayerNorm gains), its betas,
         and the gradient-norm clip (``None``: no clipping).
@@ -438,6 +458,19 @@ def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: fl
         Record the training loss every this many steps.
     desc
         The progress bar's label.
+    loss_fn
+        ``loss_fn(model, x, y) -> loss`` instead of :func:`lm_loss` of ``model(x)`` (e.g. the
+        answer loss at the last position only, chapter 11).
+    optimizer
+        ``optimizer(param_groups) -> torch.optim.Optimizer`` instead of AdamW; the groups are
+        ``[{"params": matrices, "weight_decay": weight_decay}, {"params": the rest,
+        "weight_decay": 0}]`` and the scheduled rate is written into every group each step.
+    step_context
+        ``step_context(step, x, y)`` returns a context manager entered around each step's
+        forward and backward pass (e.g. a per-sample gradient recorder, chapter 02).
+    on_step
+        ``on_step(step, loss)`` after each optimiser step (``step`` counts from 0): evaluate,
+        checkpoint, probe. Whatever it leaves, the model is put back in train mode.
 
     Returns
     -------
@@ -446,15 +479,18 @@ def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: fl
         ``val_loss`` (lists), ``final_loss`` (mean of the last 10 logged training losses),
         ``seconds`` (wall time). The model is left in eval mode.
     """
-    if schedule not in ("cosine", "constant"):
-        raise ValueError(f"unknown schedule {schedule!r}; valid: 'cosine', 'constant'")
+    if not callable(schedule) and schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}, "
+                         "or a callable step -> lr")
     if n_steps < 1:
         raise ValueError("n_steps must be at least 1")
     device = next(model.parameters()).device
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas)
+    groups = [{"params": decay, "weight_decay": weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    opt = (torch.optim.AdamW(groups, lr=lr, betas=betas) if optimizer is None
+           else optimizer(groups))
     gen = torch.Generator().manual_seed(seed)
     hist: dict[str, Any] = {"step": [], "loss": [], "lr": [], "eval_step": [], "val_loss": []}
     eval_on = val_data if val_data is not None else data
@@ -474,13 +510,17 @@ def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: fl
         model.train()
         bar = progress(range(n_steps), desc=desc)
         for step in bar:
-            cur_lr = _lr_at(step, n_steps, lr, warmup, schedule, min_lr_ratio)
+            cur_lr = (schedule(step) if callable(schedule)
+                      else lr_schedule(step, n_steps, lr, warmup, schedule, min_lr_ratio))
             for group in opt.param_groups:
                 group["lr"] = cur_lr
             x, y = _get_batch(data, batch_size, seq_len, gen)
-            loss = lm_loss(model(x.to(device)), y.to(device))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            x, y = x.to(device), y.to(device)
+            with (step_context(step, x, y) if step_context is not None
+                  else contextlib.nullcontext()):
+                loss = lm_loss(model(x), y) if loss_fn is None else loss_fn(model, x, y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
             if grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             opt.step()
@@ -493,6 +533,9 @@ def train(model: nn.Module, data: Data, *, n_steps: int, batch_size: int, lr: fl
                     bar.set_postfix(loss=f"{value:.3f}", refresh=False)
             if eval_every and ((step + 1) % eval_every == 0 or step == n_steps - 1):
                 do_eval(step + 1)
+            if on_step is not None:
+                on_step(step, loss)
+                model.train()
         bar.close()
     model.eval()
     hist["final_loss"] = float(np.mean(hist["loss"][-10:]))

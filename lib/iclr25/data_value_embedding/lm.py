@@ -10,36 +10,30 @@ Introduced in ``notebooks/02-data-value-embedding/03-three-regimes.ipynb``.
 
 from __future__ import annotations
 
-import math
+import contextlib
 import time
 
 import torch
 
-from ..progress import progress
-from ..tinygpt import lm_loss
+from .. import tinygpt
+from ..tinygpt import lm_loss, lr_schedule
 from .recorder import GradRecorder
 
-__all__ = ["lr_schedule", "train_tinygpt_sgd"]
-
-_SCHEDULES = ("cosine", "constant", "linear")
+__all__ = ["lr_schedule", "train_tinygpt_sgd"]  # lr_schedule: the core's (iclr25.tinygpt)
 
 
-def lr_schedule(step: int, n_steps: int, lr: float, warmup: int, schedule: str = "cosine",
-                min_lr_ratio: float = 0.1) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine/linear decay to ``min_lr_ratio * lr``
-    (or constant).
+class _PlainSGD(torch.optim.Optimizer):
+    """``p <- p - lr * grad``, written out as the recorder's replay assumes (no momentum, no decay)."""
 
-    Introduced in ``notebooks/02-data-value-embedding/03-three-regimes.ipynb``.
-    """
-    if schedule not in _SCHEDULES:
-        raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(_SCHEDULES)}")
-    if warmup and step < warmup:
-        return lr * (step + 1) / warmup
-    if schedule == "constant":
-        return lr
-    frac = (step - warmup) / max(1, n_steps - warmup)
-    shape = 0.5 * (1 + math.cos(math.pi * frac)) if schedule == "cosine" else 1 - frac
-    return lr * (min_lr_ratio + (1 - min_lr_ratio) * shape)
+    def __init__(self, params):
+        super().__init__(params, {"lr": 0.0})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p -= group["lr"] * p.grad
 
 
 def _window(stream: torch.Tensor, starts: torch.Tensor, seq_len: int):
@@ -86,31 +80,31 @@ def train_tinygpt_sgd(model, train_stream: torch.Tensor, val_stream: torch.Tenso
                 loss = lm_loss(model(xv), yv)
         hist["val_loss"][k] = float(loss.detach())
 
-    model.train()
-    t0 = time.perf_counter()
-    for t in progress(range(n_steps), desc="TinyGPT SGD"):
-        if t in ckpts:
-            probe(t)
-        cur = lr_schedule(t, n_steps, lr, warmup, schedule, min_lr_ratio)
-        starts = torch.randint(0, train_stream.numel() - seq_len - 1, (batch_size,), generator=gen)
-        x, y = _window(train_stream, starts, seq_len)
-        model.zero_grad()
-        idx = torch.arange(t * batch_size, (t + 1) * batch_size)
-        if recorder is not None:
-            with recorder.step(idx, lr=cur, epoch=0):
-                loss = lm_loss(model(x), y)
-                loss.backward()
-        else:
-            loss = lm_loss(model(x), y)
-            loss.backward()
-        if grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.grad is not None:
-                    p -= cur * p.grad
+    def batch(_gen, size):       # this run's generator: the validation windows came first
+        starts = torch.randint(0, train_stream.numel() - seq_len - 1, (size,), generator=gen)
+        return _window(train_stream, starts, seq_len)
+
+    def rate(t):
+        return lr_schedule(t, n_steps, lr, warmup, schedule, min_lr_ratio)
+
+    def record(t, x, y):         # sample indices t * B .. (t + 1) * B - 1: each window used once
+        if recorder is None:
+            return contextlib.nullcontext()
+        return recorder.step(torch.arange(t * batch_size, (t + 1) * batch_size), lr=rate(t), epoch=0)
+
+    def after(t, loss):
         hist["loss"].append(float(loss.detach()))
-        hist["lr"].append(cur)
+        hist["lr"].append(rate(t))
+        if t + 1 in ckpts and t + 1 < n_steps:
+            probe(t + 1)
+
+    t0 = time.perf_counter()
+    if 0 in ckpts:
+        probe(0)
+    tinygpt.train(model, batch, n_steps=n_steps, batch_size=batch_size, lr=lr, seq_len=seq_len,
+                  seed=seed, schedule=rate, grad_clip=grad_clip, optimizer=_PlainSGD,
+                  step_context=record, on_step=after, log_every=n_steps + 1, desc="TinyGPT SGD")
+    model.train()
     if n_steps in ckpts:
         probe(n_steps)
     hist["seconds"] = time.perf_counter() - t0

@@ -24,7 +24,8 @@ and ``m_old``). For ``L = 2`` this is the official code's ``f4``/``f5``; ``v(all
 
 Two paths behind one function: ``method="vectorised"`` (paths as integer arrays built by CSR
 expansion, contributions as batched matrix products, scatter-add into layer edges) and
-``method="loop"`` (a Python DFS and a per-path loop with dictionaries, like the official code).
+``method="loop"`` (a Python DFS anchored at the changed edges and a per-path loop with
+dictionaries, like the official code).
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def message_flows(ei: EdgeIndex, n_layers: int, targets=None, method: str = "vec
     """All length-``n_layers`` message flows ending in ``targets`` (None: every node) that contain
     at least one changed layer edge. ``method="vectorised"``: anchored at each changed edge (its
     lowest changed layer), expanded backwards over unchanged and forwards over all edges with CSR
-    slicing; ``"loop"``: a Python DFS from the targets, as the official code does."""
+    slicing; ``"loop"``: a Python DFS anchored at each changed edge, as the official code does."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid: {', '.join(METHODS)}")
     L = n_layers
@@ -194,22 +195,37 @@ def message_flows(ei: EdgeIndex, n_layers: int, targets=None, method: str = "vec
 
 
 def _flows_dfs(ei: EdgeIndex, L: int, tg) -> Paths:
+    """Python DFS anchored at each changed edge, as the official code enumerates flows: a changed
+    edge placed at layer ``t`` (the flow's lowest changed layer) is extended backwards over ``t``
+    unchanged edges and forwards over ``L - t - 1`` edges of any kind to a target."""
     into = {k: [] for k in range(ei.n)}
+    out = {k: [] for k in range(ei.n)}
     for e in range(ei.n_edges):
         into[int(ei.dst[e])].append((int(ei.src[e]), e))
+        out[int(ei.src[e])].append((int(ei.dst[e]), e))
+    is_target = (lambda v: True) if tg is None else set(tg.tolist()).__contains__
     out_n, out_e = [], []
 
-    def dfs(path, eids):
-        if len(path) == L + 1:
-            if any(ei.changed[x] for x in eids):
-                out_n.append(path[::-1])
-                out_e.append(eids[::-1])
+    def forward(nodes, eids, steps):
+        if steps == 0:
+            if is_target(nodes[-1]):
+                out_n.append(nodes)
+                out_e.append(eids)
             return
-        for j, e in into[path[-1]]:
-            dfs(path + [j], eids + [e])
+        for k, e in out[nodes[-1]]:
+            forward(nodes + [k], eids + [e], steps - 1)
 
-    for k in (range(ei.n) if tg is None else tg.tolist()):
-        dfs([k], [])
+    def backward(nodes, eids, steps, t):
+        if steps == 0:
+            forward(nodes, eids, L - t - 1)
+            return
+        for j, e in into[nodes[0]]:
+            if not ei.changed[e]:
+                backward([j] + nodes, [e] + eids, steps - 1, t)
+
+    for e in np.flatnonzero(ei.changed).tolist():
+        for t in range(L):
+            backward([int(ei.src[e]), int(ei.dst[e])], [e], t, t)
     if not out_n:
         return Paths(np.zeros((0, L + 1), np.int64), np.zeros((0, L), np.int64))
     return Paths(np.array(out_n, dtype=np.int64), np.array(out_e, dtype=np.int64))

@@ -37,12 +37,14 @@ __all__ = ["extended_grid", "bspline_reference", "bspline_uniform", "bspline_bas
 
 BACKENDS = ("fast", "torch", "reference")
 
-try:  # the compiled kernels; without numba "fast" falls back to the torch local path
+from ..jit import available as _numba_available
+from ..jit import numba as _nb
+
+if _nb is not None:  # the compiled kernels; without numba "fast" falls back to the torch local path
     from . import _numba
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover
+else:  # pragma: no cover
     _numba = None
-    HAVE_NUMBA = False
+HAVE_NUMBA = _numba is not None
 
 #: sup_x |d/dx SiLU(x)| = 1.0998... (attained near x = 2.3994)
 SILU_MAX_SLOPE = 1.0998393
@@ -227,7 +229,7 @@ def kan_basis(x: torch.Tensor, grid_size: int = 5, k: int = 3, grid_range=(-1.0,
     lo, hi = _check_grid(grid_size, k, grid_range)
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D (batch, n_in), got shape {tuple(x.shape)}")
-    if backend == "fast" and HAVE_NUMBA and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
+    if backend == "fast" and HAVE_NUMBA and _numba_available() and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64):
         return _CompiledBasis.apply(x, grid_size, k, lo, (hi - lo) / grid_size, bool(base))
     Bs = bspline_basis(x, grid_size, k, grid_range, backend="torch" if backend == "fast" else backend)
     if base:

@@ -29,15 +29,9 @@ import numpy as np
 __all__ = ["BACKENDS", "default_backend", "pack_predicates", "rule_bits", "score_rules",
            "score_bits", "unpack"]
 
-import os
 
-try:  # the compiled path; numpy and the reference run without it
-    import numba
-
-    _HAVE_NUMBA = os.environ.get("ICLR25_NO_NUMBA", "0") != "1"
-except ImportError:  # pragma: no cover
-    numba = None
-    _HAVE_NUMBA = False
+from ..jit import available as _numba_available
+from ..jit import numba  # None without numba: numpy and the reference run without it
 
 BACKENDS = ("numba", "numpy", "reference")
 _CHUNK = 256
@@ -45,7 +39,7 @@ _CHUNK = 256
 
 def default_backend() -> str:
     """``"numba"`` when available (``ICLR25_NO_NUMBA=1`` forces ``"numpy"``), else ``"numpy"``."""
-    return "numba" if _HAVE_NUMBA else "numpy"
+    return "numba" if _numba_available() else "numpy"
 
 
 if numba is not None:

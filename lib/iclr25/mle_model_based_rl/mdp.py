@@ -20,10 +20,8 @@ __all__ = ["TabularMDP", "as_probs", "check_transitions", "value_iteration", "ev
 
 VI_BACKENDS = ("auto", "numba", "batched", "loop")
 
-try:  # the compiled fast path; numpy's batched path and the plain loop need nothing extra
-    import numba as _numba
-except ImportError:  # pragma: no cover
-    _numba = None
+from ..jit import available as _numba_available
+from ..jit import numba as _numba  # None without numba: the batched path and the loop need nothing
 
 
 def _vi_one_model(Pm, rf, H, V, pi):
@@ -265,7 +263,7 @@ def value_iteration(P: np.ndarray, r: np.ndarray, H: int, *, backend: str = "aut
     ``benchmarks/bench_mle_model_based_rl.py``.
     """
     if backend == "auto":
-        backend = "numba" if _vi_numba is not None else "batched"
+        backend = "numba" if _vi_numba is not None and _numba_available() else "batched"
     if backend not in VI_BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(VI_BACKENDS)}")
     if backend == "numba" and _vi_numba is None:

@@ -19,7 +19,6 @@ and update theta <- theta - lr * grad, logging every ``log_every`` steps.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,20 +28,15 @@ from .net import ShallowNet
 
 __all__ = ["Trajectory", "train_gd", "BACKENDS", "default_backend"]
 
-try:  # the fast path; the reference runs without it
-    import numba
-
-    _HAVE_NUMBA = os.environ.get("ICLR25_NO_NUMBA", "0") != "1"
-except ImportError:  # pragma: no cover
-    numba = None
-    _HAVE_NUMBA = False
+from ..jit import available as _numba_available
+from ..jit import numba, require  # numba is None without it: numpy and torch run without it
 
 BACKENDS = ("numba", "numpy", "torch")
 
 
 def default_backend() -> str:
     """``"numba"`` when available (set ``ICLR25_NO_NUMBA=1`` to force the reference), else ``"numpy"``."""
-    return "numba" if _HAVE_NUMBA else "numpy"
+    return "numba" if _numba_available() else "numpy"
 
 
 @dataclass
@@ -231,8 +225,8 @@ def train_gd(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, lr: float, n_step
     backend = backend or default_backend()
     if backend not in _IMPL:
         raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-    if backend == "numba" and numba is None:
-        raise ValueError("backend 'numba' needs numba installed; use 'numpy'")
+    if backend == "numba":
+        require("numba", "numpy")
     if n_steps < 0 or log_every <= 0:
         raise ValueError(f"need n_steps >= 0 and log_every > 0, got {n_steps}, {log_every}")
     X = np.ascontiguousarray(X, dtype=np.float64)

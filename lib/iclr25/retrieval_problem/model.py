@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..progress import progress
+from .. import tinygpt
 from ..tinygpt import TinyGPT, TinyGPTConfig
 from .task import RetrievalTask
 
@@ -166,55 +166,47 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
     if n_steps < 1:
         raise ValueError("n_steps must be at least 1")
     rng = np.random.default_rng(seed)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    other = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": other, "weight_decay": 0.0}], lr=lr)
     res = TrainResult(acc={d: [] for d in range(1, task.max_depth + 1)})
     if train_depth is not None and (ic is not None or not 1 <= int(train_depth) <= task.max_depth):
         raise ValueError(f"train_depth must be None, or an integer in 1..{task.max_depth} with "
                          f"ic=None; got train_depth={train_depth!r}, ic={ic!r}")
     depth = "mixed" if ic == "mixed" else (int(train_depth) if train_depth else None)
 
-    def snapshot(step):
-        if eval_every:
+    def snapshot(step, evaluate=eval_every, checkpoint=checkpoint_every):
+        if evaluate:
             res.eval_step.append(step)
             for d, a in accuracy_by_depth(model, task, n=eval_n, seed=seed + 77_000).items():
                 res.acc[d].append(a)
-        if checkpoint_every:
+        if checkpoint:
             res.checkpoints.append((step, {k: v.detach().clone()
                                            for k, v in model.state_dict().items()}))
 
-    t0 = time.perf_counter()
-    snapshot(0)
-    model.train()
-    bar = progress(range(n_steps), desc=desc)
-    for step in bar:
-        for g in opt.param_groups:
-            g["lr"] = lr * min(1.0, (step + 1) / max(warmup, 1))
-        b = task.sample(batch_size, rng, depth=depth)
-        X, y = torch.from_numpy(b.X), torch.from_numpy(b.y)
-        loss = F.cross_entropy(model(X)[:, -1, :], y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+    def batch(gen, size):            # examples sampled on the fly (numpy's rng, not ``gen``)
+        b = task.sample(size, rng, depth=depth)
+        return torch.from_numpy(b.X), torch.from_numpy(b.y)
+
+    def answer_loss(model, X, y):     # the loss at the query position only
+        return F.cross_entropy(model(X)[:, -1, :], y)
+
+    def on_step(step, loss):
         if step % 10 == 0 or step == n_steps - 1:
             res.step.append(step)
             res.loss.append(float(loss.detach()))
         done = step + 1
-        if (eval_every and done % eval_every == 0) or (checkpoint_every and done % checkpoint_every == 0):
-            e, c = eval_every, checkpoint_every
-            eval_every = e if (e and done % e == 0) else 0
-            checkpoint_every = c if (c and done % c == 0) else 0
-            snapshot(done)
-            eval_every, checkpoint_every = e, c
-            model.train()
-    bar.close()
+        e = eval_every if (eval_every and done % eval_every == 0) else 0
+        c = checkpoint_every if (checkpoint_every and done % checkpoint_every == 0) else 0
+        if e or c:
+            snapshot(done, e, c)
+
+    t0 = time.perf_counter()
+    snapshot(0)
+    tinygpt.train(model, batch, n_steps=n_steps, batch_size=batch_size, lr=lr, seq_len=None,
+                  seed=seed, schedule=lambda step: lr * min(1.0, (step + 1) / max(warmup, 1)),
+                  weight_decay=weight_decay,
+                  betas=(0.9, 0.999), grad_clip=None, log_every=n_steps + 1, desc=desc,
+                  loss_fn=answer_loss, on_step=on_step)
     if eval_every and (not res.eval_step or res.eval_step[-1] != n_steps):
-        c = checkpoint_every
-        checkpoint_every = 0
-        snapshot(n_steps)
-        checkpoint_every = c
+        snapshot(n_steps, eval_every, 0)
     model.eval()
     res.seconds = time.perf_counter() - t0
     res.tokens = n_steps * batch_size * task.seq_len
