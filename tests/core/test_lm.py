@@ -238,17 +238,97 @@ def test_cache_write_is_atomic(loaded, tmp_path, monkeypatch):
         def save_pretrained(self, folder):
             raise RuntimeError("disk exploded")
 
-    monkeypatch.setattr(lm, "_model_from_gguf", lambda spec: tiny)
-    monkeypatch.setattr(lm, "_tokenizer_from_gguf", lambda spec: CrashingTokenizer())
+    monkeypatch.setattr(lm.loading, "_model_from_gguf", lambda spec: tiny)
+    monkeypatch.setattr(lm.loading, "_tokenizer_from_gguf", lambda spec: CrashingTokenizer())
     with pytest.raises(RuntimeError, match="disk exploded"):
         lm.load()
     assert list(tmp_path.iterdir()) == []
 
-    monkeypatch.setattr(lm, "_tokenizer_from_gguf", lambda spec: tok)
+    monkeypatch.setattr(lm.loading, "_tokenizer_from_gguf", lambda spec: tok)
     model, _ = lm.load()  # builds the (tiny) cache
     assert model is tiny
     assert [p.name for p in tmp_path.iterdir()] == ["smollm2-135m-instruct"]
-    monkeypatch.setattr(lm, "_model_from_gguf", lambda spec: pytest.fail("cache not used"))
+    monkeypatch.setattr(lm.loading, "_model_from_gguf", lambda spec: pytest.fail("cache not used"))
     again, tok2 = lm.load(dtype=torch.bfloat16)
     assert again.config.hidden_size == 16 and again.dtype == torch.bfloat16
     assert tok2(PROMPT).input_ids == tok(PROMPT).input_ids
+
+
+# --------------------------------------------------------------------------------------------
+# the toolkit on the real model (one test per piece; the tiny-model tests are in test_lm_*.py)
+# --------------------------------------------------------------------------------------------
+
+QUESTIONS = ["What is the capital of France?", "Name a primary colour.",
+             "What is two plus two?"]
+
+
+def test_smollm2_generate_batch_equals_generate(loaded):
+    model, tok, _ = loaded
+    want = [lm.generate(model, tok, q, max_new_tokens=10) for q in QUESTIONS]
+    got = lm.generate_batch(model, tok, QUESTIONS, max_new_tokens=10, batch_size=3)
+    assert got.texts == want
+    assert got.texts[0].startswith("The capital of France is Paris")
+
+
+def test_smollm2_scoring_batched_and_with_a_reused_prefix(loaded):
+    model, tok, _ = loaded
+    texts = ["The capital of France is", "The capital of Italy is", "Two plus two is"]
+    got = lm.next_token_logprobs(model, tok, texts, batch_size=3)
+    for i, t in enumerate(texts):
+        assert torch.allclose(got[i], torch.log_softmax(lm.next_token_logits(model, tok, t), -1),
+                              atol=1e-4)
+    prefix = "Answer with one word.\n"
+    ctx = ["The capital of France is", "The capital of France is", "The capital of Italy is"]
+    cont = [" Paris", " London", " Rome"]
+    reuse = lm.continuation_logprobs(model, tok, ctx, cont, shared_prefix=prefix)
+    plain = lm.continuation_logprobs(model, tok, [prefix + c for c in ctx], cont, batch_size=1)
+    assert torch.allclose(reuse.logprob, plain.logprob, atol=1e-4)
+    assert reuse.logprob[0] > reuse.logprob[1]          # Paris over London
+    assert bool(reuse.is_greedy[0])
+
+
+def test_smollm2_intervention_add_equals_editing_the_residual_by_hand(loaded, ids):
+    model, _, _ = loaded
+    d = torch.randn(576)
+    with torch.no_grad(), lm.capture_residual(model, layers=10) as res:
+        base = model(ids).logits
+        want = lm.forward_from_layer(model, 11, res[10] + 2.0 * d)
+    with torch.no_grad(), lm.intervene(model, "resid_post", lm.add(d, 2.0), layers=10):
+        got = model(ids).logits
+    assert torch.allclose(got, want, atol=1e-4) and not torch.allclose(got, base, atol=1e-2)
+
+
+def test_smollm2_lora_cached_step_equals_uncached_and_merges(loaded):
+    import copy
+
+    from iclr25.lm import lora
+
+    model, tok, _ = loaded
+    a = copy.deepcopy(model)
+    lora.add(a, r=4, alpha=8, layers=[28, 29])
+    batch = lm.tokenize_pairs(tok, QUESTIONS[:2], ["Paris.", "Red."])
+    with torch.no_grad():
+        assert torch.equal(a(batch["input_ids"]).logits, model(batch["input_ids"]).logits)
+    b = copy.deepcopy(a)
+    ha = lm.train(a, batch, n_steps=1, batch_size=2, lr=1e-3, seed=0, cache_frozen=False)
+    hb = lm.train(b, batch, n_steps=1, batch_size=2, lr=1e-3, seed=0)
+    assert hb["cached"] and hb["start_layer"] == 28
+    assert ha["loss"][0] == pytest.approx(hb["loss"][0], abs=1e-4)
+    pa, pb = lora.trainable_parameters(a), lora.trainable_parameters(b)
+    assert all(torch.allclose(pa[n], pb[n], atol=1e-6) for n in pa)
+    with torch.no_grad():
+        adapted = a(batch["input_ids"]).logits
+        lora.merge(a)
+        assert torch.allclose(a(batch["input_ids"]).logits, adapted, atol=1e-4)
+
+
+def test_smollm2_perplexity_and_quantisation(loaded):
+    import copy
+
+    model, tok, _ = loaded
+    texts = ["The capital of France is Paris. It is known for the Eiffel Tower.",
+             "Water boils at one hundred degrees Celsius at sea level."]
+    ppl = lm.perplexity(model, tok, texts)
+    assert 2 < ppl < 60
+    q8 = lm.fake_quant(copy.deepcopy(model), 8)
+    assert lm.perplexity(q8, tok, texts) == pytest.approx(ppl, rel=0.05)

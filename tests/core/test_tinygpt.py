@@ -190,9 +190,11 @@ def test_split_by_document_is_deterministic_and_disjoint():
 
 def test_smollm2_tokenizer_without_model_weights(monkeypatch):
     from iclr25 import lm
+    from iclr25.lm import loading
 
     monkeypatch.setattr(lm, "load", lambda *a, **k: pytest.fail("model weights were loaded"))
-    monkeypatch.setattr(lm, "_model_from_gguf", lambda *a, **k: pytest.fail("GGUF dequantized"))
+    monkeypatch.setattr(loading, "load", lambda *a, **k: pytest.fail("model weights were loaded"))
+    monkeypatch.setattr(loading, "_model_from_gguf", lambda *a, **k: pytest.fail("GGUF dequantized"))
     ds = tg.load_text_dataset(tokenizer="smollm2", max_docs=40)
     assert ds.vocab_size == 49_152 and ds.tokenizer.doc_sep == [0]
     text = ds.tokenizer.decode(ds.val)
