@@ -31,7 +31,8 @@ from . import claims, ledger, paths, profiles, robustness, scorecard
 from .chapters import CHAPTERS
 
 _RESULT_PAGES: set[str] = set()
-_DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters", "iclr25-robustness", "iclr25-performance")
+_DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters", "iclr25-robustness", "iclr25-performance",
+               "iclr25-times")
 
 
 def _mathjax_dir() -> Path:
@@ -286,6 +287,25 @@ class RobustnessDirective(_ResultsDirective):
         return self._parse("\n".join(lines))
 
 
+class TimesDirective(_ResultsDirective):
+    """``{iclr25-times} CHAPTER``: each notebook's measured run time in the book profile, from the
+    committed results (kernel start to results saved), so a page never quotes a stale time."""
+
+    required_arguments = 1
+
+    def run(self):
+        chapter = self.arguments[0]
+        rows = [r for r in self._results() if r.get("chapter") == chapter
+                and isinstance(r.get("elapsed_s"), (int, float))]
+        if not rows:
+            return self._parse(f"*No committed book-profile results for {chapter} yet.*")
+        rows.sort(key=lambda r: r.get("notebook", ""))
+        parts = [f"{r['notebook']} {r['elapsed_s']:.0f} s" for r in rows]
+        created = max(str(r.get("created", ""))[:10] for r in rows)
+        return self._parse(f"Measured in the `book` profile (the committed results of {created}, "
+                           f"2 cores): " + "; ".join(parts) + ".")
+
+
 class PerformanceDirective(_ResultsDirective):
     """``{iclr25-performance}``: one table and one bar chart of every benchmark's headline ratio
     (ours against the strongest baseline it ran) from the last ``make bench``
@@ -317,7 +337,7 @@ class PerformanceDirective(_ResultsDirective):
             if load:
                 line += f", 1-minute load average at their start {min(load):.1f} to {max(load):.1f}"
             out.append(line + (f" ({vers})." if vers else "."))
-        out += ["", "| chapter | comparison | ours | strongest baseline | ratio | target | "
+        out += ["", "| chapter | comparison | ratio | target | strongest baseline | ours | "
                 "agreement (tol) | variants |", "|---|---|---|---|---|---|---|---|"]
         for r in recs:
             rows = {x["name"]: x for x in r["rows"]}
@@ -329,8 +349,8 @@ class PerformanceDirective(_ResultsDirective):
                 f"{r['target']:g}x ({'met' if r.get('meets_target') else '**not met**'})")
             var = "; ".join(f"{x['name']}: {x['ratio_vs_strongest']:.2g}x" for x in r["rows"]
                             if x["role"] == "variant")
-            out.append(f"| {r['chapter']} | {_md_escape(r['title'])} | {_md_escape(ours['name'])} | "
-                       f"{_md_escape(peer)} | **{r['headline']:.2f}x** | {tgt} | "
+            out.append(f"| {r['chapter']} | {_md_escape(r['title'])} | **{r['headline']:.2f}x** | "
+                       f"{tgt} | {_md_escape(peer)} | {_md_escape(ours['name'])} | "
                        f"{max(agree):.1e} ({r.get('tol', 0):g}) | {_md_escape(var)} |")
         out += ["", "Ratio: the strongest baseline's median time over ours (per unit of work when "
                 "the contenders ran different amounts); above 1, ours is faster. Agreement: the "
@@ -565,6 +585,7 @@ def setup(app):
     app.add_directive("iclr25-chapters", ChaptersDirective)
     app.add_directive("iclr25-robustness", RobustnessDirective)
     app.add_directive("iclr25-performance", PerformanceDirective)
+    app.add_directive("iclr25-times", TimesDirective)
     app.connect("config-inited", _offline_mathjax)
     app.connect("build-finished", _copy_mathjax)
     app.connect("html-page-context", _drop_remote_scripts, priority=900)

@@ -60,7 +60,8 @@ def _pages() -> dict[str, list[str]]:
         "landing": ["index.html"],
         "chapter": sorted(rel(p) for p in (HTML / "book" / "chapters").glob("*.html")),
         "notebook": sorted(rel(p) for p in (HTML / "notebooks").glob("*/*.html")),
-        "book": [p for p in ("book/data.html", "book/scorecard.html") if (HTML / p).exists()],
+        "book": [p for p in ("book/data.html", "book/scorecard.html", "book/performance.html")
+                 if (HTML / p).exists()],
     }
 
 
@@ -190,6 +191,13 @@ def test_pages(server, browser):
                                               ".toggle-details").count()
                     assert n_checks >= 1, "scorecard shows no collapsed checks"
                     assert "checks held (true by construction; not counted)" in text
+                if kind == "book" and path.endswith("performance.html"):
+                    # the table and the chart of the committed bench records (or the plain note)
+                    text = v.page.inner_text("main")
+                    if "No benchmark results yet" not in text:
+                        assert "strongest baseline" in text and re.search(r"\d+\.\d\dx", text)
+                        assert v.page.locator(".iclr25-performance-chart svg").count() == 1, \
+                            "performance page without its chart"
                 v.screenshot(full_page=kind in ("landing", "book"))
             finally:
                 v.close()

@@ -6,6 +6,7 @@ the exit status is non-zero."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -63,7 +64,8 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     (root / "_toc.yml").write_text(TOC)
     (root / "pyproject.toml").write_text("")
     (root / "constraints.txt").write_text("")
-    (root / "intro.md").write_text("# Mini book\n\n```{iclr25-robustness} 99-t\n```\n")
+    (root / "intro.md").write_text("# Mini book\n\n```{iclr25-robustness} 99-t\n```\n\n"
+                                   "```{iclr25-times} 99-t\n```\n")
     rob = root / "results" / "robustness" / "99-t" / "01-ok.json"
     rob.parent.mkdir(parents=True)
     rob.write_text(json.dumps({"chapter": "99-t", "notebook": "01-ok", "profile": "smoke",
@@ -93,6 +95,7 @@ def test_a_failing_notebook_does_not_stop_the_book(tmp_path):
     intro = (html / "intro.html").read_text()
     assert "held in fewer than all seeds" in intro and "2 of 3" in intro
     assert "it covered 1 of the chapter\u2019s 2 notebooks: 01-ok" in intro  # smart quotes
+    assert re.search(r"Measured in the .*book.* profile .*01-ok \d+ s; 02-fails \d+ s", intro), intro
     scorecard = (html / "scorecard.html").read_text()
     assert "Notebooks that failed in this build" in scorecard and "02-fails" in scorecard
     assert "1 of 2 findings held (must hold: 1 of 2); 2 of 2 checks held" in scorecard

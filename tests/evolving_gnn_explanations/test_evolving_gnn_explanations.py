@@ -331,3 +331,30 @@ def test_edge_index_matches_brute_force():
     np.testing.assert_array_equal(_stable_order(big, 70_000), np.argsort(big, kind="stable"))
     small = rng.integers(0, 300, 5000)
     np.testing.assert_array_equal(_stable_order(small, 300), np.argsort(small, kind="stable"))
+
+
+def test_evolution_is_a_parameter_with_the_chapters_drift_as_default():
+    """The builders take evolution(W0, seed) -> W1; the default reproduces the chapter's drift
+    exactly, a user's function is used as given, and a bad one gets a clear error."""
+    import scipy.sparse as sp
+
+    a = eg.sbm_evolving(30, seed=3)
+    b = eg.sbm_evolving(30, seed=3, evolution=eg.drift_evolution(0.3, 5, 5))
+    assert (a.A1 != b.A1).nnz == 0 and (a.A0 != b.A0).nnz == 0
+    double = lambda W0, seed: W0 * 2.0                      # every weight doubles
+    c = eg.sbm_evolving(30, seed=3, evolution=double)
+    assert abs(c.W1 - 2 * c.W0).max() == 0
+    k = eg.networkx_graph("karate", evolution=double)
+    assert abs(k.W1 - 2 * k.W0).max() == 0
+    X = np.eye(4)
+    W0 = eg.raw_weights(np.array([[0, 1], [1, 2], [2, 3]]), 4)
+    g = eg.from_weights(X, W0, lambda W, s: eg.raw_weights(np.array([[0, 1], [2, 3]]), 4))
+    assert g.W1.nnz == 4 and g.W0.nnz == 6
+    d = eg.from_weights(X, W0, seed=1)                      # default: the chapter's drift
+    assert d.W1.nnz == W0.nnz and abs(d.W1 - W0).max() > 0
+    with pytest.raises(ValueError, match="nodes must stay the same"):
+        eg.from_weights(X, W0, lambda W, s: sp.eye(5, format="csr"))
+    with pytest.raises(ValueError, match="non-symmetric"):
+        eg.from_weights(X, W0, lambda W, s: sp.csr_matrix(np.triu(np.ones((4, 4)), 1)))
+    with pytest.raises(TypeError, match=r"a function \(W0, seed\) -> W1"):
+        eg.from_weights(X, W0, "drift")

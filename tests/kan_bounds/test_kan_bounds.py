@@ -319,3 +319,34 @@ def test_mnist_loader_clear_errors(tmp_path):
     (tmp_path / "bad").write_bytes(b"\x01\x02\x03\x04")
     with pytest.raises(ValueError, match="magic"):
         kb.read_idx(tmp_path / "bad")
+
+
+def test_a_users_first_mistakes_get_clear_messages():
+    """1-D regression targets, float64 inputs, labels out of range: errors that say what is
+    expected; inputs outside the spline grid: a warning with the fraction and the scaler."""
+    import warnings as _w
+
+    from iclr25.kan_bounds.data import Dataset
+
+    model = kb.KAN([2, 3, 1])
+    X = torch.rand(20, 2) * 2 - 1
+    y = X.sum(1, keepdim=True)
+    ok = Dataset(X, y, X, y, "regression")
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        kb.check_data(model, ok)                       # inside the grid: silent
+    with pytest.raises(ValueError, match=r"expects \(20, 1\) \(use y\[:, None\]\)"):
+        kb.train(model, Dataset(X, y[:, 0], X, y[:, 0], "regression"), n_steps=1)
+    with pytest.raises(TypeError, match="float64 but the model's parameters are torch.float32"):
+        kb.train(model, Dataset(X.double(), y.double(), X.double(), y.double(), "regression"), n_steps=1)
+    with pytest.raises(TypeError, match="convert the input"):
+        model(X.double())
+    far = X.clone()
+    far[:5, 0] = 3.0                                   # 5 of 40 entries outside [-1, 1]
+    with pytest.warns(UserWarning, match=r"12\.5% of the training inputs lie outside the spline "
+                                         r"grid \[-1, 1\].*MinMaxScaler"):
+        kb.check_data(model, Dataset(far, y, X, y, "regression"))
+    clf = kb.KAN([2, 3, 3])
+    labels = torch.tensor([0, 1, 2, 3] * 5)
+    with pytest.raises(ValueError, match=r"labels outside 0\.\.2"):
+        kb.check_data(clf, Dataset(X, labels, X, labels, "classification"))

@@ -23,7 +23,8 @@ from .baselines import (PYG_EXPLAINERS, fidelity_curves, integrated_gradients, p
 from .configs import (AttributionConfig, MotifConfig, SelectionConfig, attribution_run, motif_run, selection_run)
 from .flows import (METHODS, Attribution, EdgeIndex, Paths, coalition_values, edge_index, explain_change,
                     message_flows, relu_multipliers, shapley_bruteforce, shapley_from_values)
-from .graphs import (EVOLVE_SCHEMES, MOTIFS, NETWORKX_GRAPHS, EvolvingGraph, ba_motif_pair, evolve,
+from .graphs import (EVOLVE_SCHEMES, MOTIFS, NETWORKX_GRAPHS, EvolvingGraph, ba_motif_pair,
+                     drift_evolution, evolve, from_weights,
                      load_edge_list, molecule_like, networkx_graph, normalize_adjacency, raw_weights,
                      sbm_evolving, window_evolution)
 from .model import HEADS, Target, WeightedGCN, forward_numpy, forward_numpy_update, train_gcn
@@ -32,6 +33,7 @@ from .selection import (CARDINALITY, SOLVERS, Selection, fidelity_kl, input_to_l
 
 __all__ = [
     "EvolvingGraph", "sbm_evolving", "evolve", "window_evolution", "molecule_like", "networkx_graph",
+    "drift_evolution", "from_weights",
     "ba_motif_pair", "load_edge_list", "normalize_adjacency", "raw_weights", "EVOLVE_SCHEMES", "MOTIFS",
     "NETWORKX_GRAPHS", "WeightedGCN", "Target", "train_gcn", "forward_numpy", "forward_numpy_update", "HEADS",
     "explain_change", "message_flows", "coalition_values", "shapley_from_values", "shapley_bruteforce",

@@ -19,7 +19,8 @@ import scipy.sparse as sp
 
 __all__ = ["EvolvingGraph", "normalize_adjacency", "raw_weights", "sbm_evolving", "evolve",
            "window_evolution", "molecule_like", "networkx_graph", "NETWORKX_GRAPHS",
-           "ba_motif_pair", "MOTIFS", "load_edge_list", "EVOLVE_SCHEMES"]
+           "ba_motif_pair", "MOTIFS", "load_edge_list", "EVOLVE_SCHEMES", "drift_evolution",
+           "from_weights"]
 
 EVOLVE_SCHEMES = ("drift", "edit", "window")
 NETWORKX_GRAPHS = ("karate", "les_miserables", "florentine")
@@ -151,6 +152,48 @@ def evolve(W0: sp.spmatrix, scheme: str = "drift", *, drift: float = 0.3, n_add:
     return raw_weights(np.stack([r, c], 1), n, w)
 
 
+def drift_evolution(drift: float = 0.3, n_add: int = 0, n_remove: int = 0):
+    """The chapter's evolution as a function ``(W0, seed) -> W1``: edge weights drift by
+    ``exp(drift * N(0, 1))``, then ``n_add`` edges are added and ``n_remove`` removed
+    (:func:`evolve` with ``scheme="drift"``). Chapter 16, ``01-message-flow-attribution``."""
+    def evolution(W0: sp.spmatrix, seed: int = 0) -> sp.csr_matrix:
+        return evolve(W0, "drift", drift=drift, n_add=n_add, n_remove=n_remove, seed=seed)
+    return evolution
+
+
+def _evolved(W0: sp.csr_matrix, evolution, seed: int) -> sp.csr_matrix:
+    """Apply a user's ``evolution(W0, seed) -> W1`` and check what it returns."""
+    if not callable(evolution):
+        raise TypeError(f"evolution must be a function (W0, seed) -> W1, got {type(evolution).__name__}")
+    W1 = evolution(W0, seed)
+    if not sp.issparse(W1) and not isinstance(W1, np.ndarray):
+        raise TypeError("evolution must return the new raw weights as a scipy sparse matrix or an "
+                        f"array, got {type(W1).__name__}")
+    W1 = sp.csr_matrix(W1, dtype=np.float64)
+    if W1.shape != W0.shape:
+        raise ValueError(f"evolution returned a {W1.shape} matrix for a graph of {W0.shape[0]} nodes; "
+                         "the nodes must stay the same (weights may change, edges come and go)")
+    if (W1 != W1.T).nnz:
+        raise ValueError("evolution returned non-symmetric weights; an undirected graph's W1 must "
+                         "equal W1.T (build it with raw_weights(edges, n, w))")
+    if W1.nnz and W1.data.min() < 0:
+        raise ValueError("evolution returned negative edge weights; weights must be >= 0")
+    return W1
+
+
+def from_weights(X: np.ndarray, W0: sp.spmatrix, evolution=None, *, y: np.ndarray | None = None,
+                 seed: int = 0, name: str = "") -> EvolvingGraph:
+    """An :class:`EvolvingGraph` from node features ``X``, the first snapshot's raw symmetric
+    weights ``W0`` and ``evolution(W0, seed) -> W1`` (default: :func:`drift_evolution` with the
+    chapter's drift 0.3 and no edits). Chapter 16, ``01-message-flow-attribution``."""
+    W0 = sp.csr_matrix(W0, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] != W0.shape[0]:
+        raise ValueError(f"X must be (n_nodes, n_features) with n_nodes = {W0.shape[0]}, got {X.shape}")
+    W1 = _evolved(W0, drift_evolution() if evolution is None else evolution, seed)
+    return _pair(X, W0, W1, y=y, name=name)
+
+
 def window_evolution(edges: np.ndarray, n: int, frac: float = 0.75) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """The paper's protocol for static data sets: edges in stored order, G0 = the first ``frac``
     of the list, G1 = the last ``frac`` (MUTAG: 3/4; ClinTox 2/5; IMDB/REDDIT 2/3)."""
@@ -163,8 +206,10 @@ def window_evolution(edges: np.ndarray, n: int, frac: float = 0.75) -> tuple[sp.
 
 def sbm_evolving(n_nodes: int = 60, n_blocks: int = 3, p_in: float = 0.2, p_out: float = 0.02,
                  n_features: int = 8, drift: float = 0.3, n_add: int = 5, n_remove: int = 5,
-                 seed: int = 0) -> EvolvingGraph:
-    """A stochastic-block-model graph whose edge weights drift and whose edges are added/removed.
+                 seed: int = 0, evolution=None) -> EvolvingGraph:
+    """A stochastic-block-model graph whose edge weights drift and whose edges are added/removed
+    (``evolution(W0, seed) -> W1`` replaces that: default :func:`drift_evolution` with
+    ``drift``, ``n_add``, ``n_remove``).
 
     Features are a noisy one-hot of the block (first ``n_blocks`` columns) plus Gaussian noise;
     ``y`` is the block. Used in ``01-message-flow-attribution``.
@@ -178,7 +223,7 @@ def sbm_evolving(n_nodes: int = 60, n_blocks: int = 3, p_in: float = 0.2, p_out:
     y = np.repeat(np.arange(n_blocks), sizes)
     edges = np.array(G.edges(), dtype=np.int64).reshape(-1, 2)
     W0 = raw_weights(edges, n_nodes, rng.uniform(0.5, 1.5, len(edges)))
-    W1 = evolve(W0, "drift", drift=drift, n_add=n_add, n_remove=n_remove, seed=seed + 1)
+    W1 = _evolved(W0, evolution or drift_evolution(drift, n_add, n_remove), seed + 1)
     X = 0.5 * rng.standard_normal((n_nodes, n_features))
     X[np.arange(n_nodes), y % n_features] += 1.0
     return _pair(X, W0, W1, y=y, name=f"sbm{n_nodes}")
@@ -243,13 +288,14 @@ def molecule_like(n_graphs: int = 40, seed: int = 0, frac: float = 0.75,
 
 
 def networkx_graph(name: str, drift: float = 0.3, n_add: int = 3, n_remove: int = 3,
-                   seed: int = 0) -> EvolvingGraph:
+                   seed: int = 0, evolution=None) -> EvolvingGraph:
     """One of networkx's built-in real graphs with evolving weights: ``"karate"`` (Zachary's karate
     club, labels = club), ``"les_miserables"`` (co-appearance weights, labels = Louvain
     communities), ``"florentine"`` (marriages, labels = Louvain communities).
 
     Features: standardised log-degree, clustering coefficient and a one-hot of the label-free
-    degree rank decile (10 columns): the model must use the graph to classify.
+    degree rank decile (10 columns): the model must use the graph to classify. ``evolution(W0,
+    seed) -> W1`` replaces the default drift (:func:`drift_evolution`).
     """
     if name not in NETWORKX_GRAPHS:
         raise ValueError(f"unknown graph {name!r}; valid: {', '.join(NETWORKX_GRAPHS)}")
@@ -269,7 +315,7 @@ def networkx_graph(name: str, drift: float = 0.3, n_add: int = 3, n_remove: int 
     edges = np.array(G.edges(), dtype=np.int64)
     w = np.array([G.edges[e].get(wkey, 1.0) if wkey else 1.0 for e in G.edges()], dtype=np.float64)
     W0 = raw_weights(edges, n, w)
-    W1 = evolve(W0, "drift", drift=drift, n_add=n_add, n_remove=n_remove, seed=seed + 1)
+    W1 = _evolved(W0, evolution or drift_evolution(drift, n_add, n_remove), seed + 1)
     deg = np.array([d for _, d in G.degree()], dtype=np.float64)
     ld = np.log1p(deg)
     clus = np.array([nx.clustering(G, v) for v in range(n)])

@@ -24,7 +24,7 @@ from .complexity import (MEASURES, add_zero_nodes, bartlett_measure, basis_lipsc
 from .configs import DigitsConfig, SweepConfig, digits_run, sweep
 from .data import TARGETS, Dataset, digits, f1, f2, mnist, read_idx, regression
 from .model import DROPOUT_MODES, KAN, KANLayer, LowRankRKHSKAN, RKHSLayer
-from .train import OPTIMIZERS, History, fit_regression, run_grid, train
+from .train import OPTIMIZERS, History, check_data, fit_regression, run_grid, train
 from . import plots  # noqa: E402
 
 __all__ = [
@@ -34,5 +34,5 @@ __all__ = [
     "MEASURES", "l1_measure", "bartlett_measure", "rkhs_measure", "measures", "basis_lipschitz",
     "spline_lipschitz", "network_lipschitz", "log_factor", "add_zero_nodes",
     "TARGETS", "Dataset", "regression", "digits", "mnist", "read_idx", "f1", "f2",
-    "History", "train", "fit_regression", "run_grid", "OPTIMIZERS", "SweepConfig", "DigitsConfig", "sweep", "digits_run",
+    "History", "train", "check_data", "fit_regression", "run_grid", "OPTIMIZERS", "SweepConfig", "DigitsConfig", "sweep", "digits_run",
 ]

@@ -63,6 +63,10 @@ class _BasisLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 2 or x.shape[1] != self.in_dim:
             raise ValueError(f"expected input of shape (batch, {self.in_dim}), got {tuple(x.shape)}")
+        if x.dtype != self.coef.dtype:
+            raise TypeError(f"the input is {x.dtype} but the layer's coefficients are "
+                            f"{self.coef.dtype}: convert the input (x.to({self.coef.dtype})) or "
+                            f"build the model with dtype={x.dtype}")
         Bx = self.basis(x)                                     # (batch, n_in, K)
         p = self.dropout if self.training else 0.0
         if p > 0 and self.dropout_mode == "edge":

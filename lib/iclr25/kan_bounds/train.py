@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 
 import torch
@@ -11,7 +13,7 @@ from ..progress import progress
 from .complexity import measures
 from .data import Dataset
 
-__all__ = ["History", "train", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
+__all__ = ["History", "train", "check_data", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -60,6 +62,45 @@ def loss_fn(task: str):
     raise ValueError(f"unknown task {task!r}; valid: regression, classification")
 
 
+def check_data(model: torch.nn.Module, data: Dataset) -> None:
+    """The checks a user's own data meets first, as clear errors (shapes, dtypes, labels) and a
+    warning when inputs leave the spline grid (the B-splines are zero there, only the SiLU branch
+    is left). Called by :func:`train`; chapter 15."""
+    n_out = model.widths[-1]
+    p = next(model.parameters())
+    for split in ("train", "test"):
+        X, y = getattr(data, f"X_{split}"), getattr(data, f"y_{split}")
+        if X.dtype != p.dtype:
+            raise TypeError(f"X_{split} is {X.dtype} but the model's parameters are {p.dtype}: "
+                            f"use X.to({p.dtype}) (or build the model with dtype={X.dtype})")
+        if len(y) != len(X):
+            raise ValueError(f"X_{split} has {len(X)} rows but y_{split} has {len(y)}")
+        if data.task == "regression":
+            if tuple(y.shape) != (len(X), n_out):
+                hint = " (use y[:, None])" if y.dim() == 1 and n_out == 1 else ""
+                raise ValueError(f"y_{split} has shape {tuple(y.shape)}; a regression KAN with "
+                                 f"{n_out} output(s) expects ({len(X)}, {n_out}){hint}: a 1-D y "
+                                 "would broadcast against the output and train to nothing")
+            if y.dtype != p.dtype:
+                raise TypeError(f"y_{split} is {y.dtype}; regression targets must be {p.dtype}")
+        elif data.task == "classification":
+            if y.dim() != 1 or y.dtype not in (torch.int64, torch.int32):
+                raise ValueError(f"y_{split} must be a 1-D integer tensor of class labels, got "
+                                 f"shape {tuple(y.shape)} and dtype {y.dtype}")
+            if len(y) and (int(y.min()) < 0 or int(y.max()) >= n_out):
+                raise ValueError(f"y_{split} has labels outside 0..{n_out - 1} (the model has "
+                                 f"{n_out} outputs)")
+    lo, hi = getattr(model.layers[0], "grid_range", (None, None)) if hasattr(model, "layers") \
+        else (None, None)
+    if lo is not None:
+        out = ((data.X_train < lo) | (data.X_train > hi)).float().mean().item()
+        if out > 0:
+            warnings.warn(f"{out:.1%} of the training inputs lie outside the spline grid "
+                          f"[{lo:g}, {hi:g}], where the B-splines are zero: scale the inputs into "
+                          f"the grid, e.g. sklearn's MinMaxScaler(feature_range=({lo:g}, {hi:g})), "
+                          "or widen grid_range", UserWarning, stacklevel=3)
+
+
 def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e-2,
           optimizer: str = "adam", dropout: float | None = None, log_every: int | None = None,
           seed: int = 0, desc: str | None = None) -> History:
@@ -79,6 +120,7 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
     if data.X_train.shape[1] != model.widths[0]:
         raise ValueError(f"the data have {data.X_train.shape[1]} features but the model expects "
                          f"{model.widths[0]}")
+    check_data(model, data)
     if dropout is not None:
         model.set_dropout(dropout)
     n_steps = int(n_steps)

@@ -27,6 +27,7 @@ from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, NeuralUtility,
                         conjunction_features, conjunction_pairs, informative_columns, mnl_baselines,
                         predicate_features)
 from .configs import Config, config
+from .formats import from_long, from_wide
 from .data import (HOTEL_TYPES, SCANNER_PANELS, ChoiceData, PlantedType, hotel_library,
                    load_expedia, load_scanner_panel, load_swissmetro, make_hotel_search,
                    train_test_split)
@@ -40,6 +41,7 @@ from .scoring import BACKENDS, default_backend, pack_predicates, rule_bits, scor
 __all__ = [
     "ChoiceData", "PlantedType", "HOTEL_TYPES", "SCANNER_PANELS", "make_hotel_search",
     "hotel_library", "load_swissmetro", "load_scanner_panel", "load_expedia", "train_test_split",
+    "from_wide", "from_long",
     "Predicate", "PredicateLibrary", "jaccard",
     "LogicLogit", "LogicType", "match_rules",
     "BACKENDS", "default_backend", "score_rules", "pack_predicates", "rule_bits",

@@ -30,6 +30,7 @@ Introduced in ``01-logic-logit/01-consider-then-choose``; the solver is shown in
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -274,7 +275,19 @@ class LogicLogit(ChoiceModel):
         self.n_candidates_ = int(sum(h.get("candidates", 0) + h.get("candidates_next", 0) for h in hist))
         self.fit_seconds_ = time.perf_counter() - t_start
         self.fitted_ = True
+        self._warn_capped()
         return self
+
+    def _warn_capped(self) -> None:
+        """Weights at ``w_max`` mean the bound, not the data, set them: say which and what to do."""
+        capped = [(k, r) for k, t in enumerate(self.types_) for r, w in zip(t.rules, t.weights)
+                  if w >= self.w_max * (1 - 1e-6)]
+        if capped:
+            names = "; ".join(f"type {k}: {self.library_.rule_str(r)}" for k, r in capped[:5])
+            warnings.warn(f"{len(capped)} rule weight(s) sit at the bound w_max = {self.w_max:g} "
+                          f"({names}{'; ...' if len(capped) > 5 else ''}): the fit wants larger "
+                          "weights (a near-deterministic rule); refit with a larger w_max to "
+                          "see them", UserWarning, stacklevel=3)
 
     def _refit_em(self, R, mask, choice, r, w0):
         """M-step: max_w sum_i r_i log P_i(w), bounded L-BFGS from the current weights."""
