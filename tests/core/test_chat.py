@@ -8,7 +8,6 @@ import time
 import urllib.request
 
 import pytest
-import torch
 
 from iclr25 import chat, lm
 
@@ -75,10 +74,8 @@ def test_a_server_that_is_down_is_a_quick_clear_error():
         chat.serve(chat.ScriptedBackend(_echo), host="0.0.0.0")
 
 
-def test_local_backend_is_generate_batch_and_serves():
-    torch.set_num_threads(1)
-    tok = lm.tiny_tokenizer()
-    model = lm.tiny_llama(len(tok))
+def test_local_backend_is_generate_batch_and_serves(tiny):
+    model, tok = tiny
     backend = chat.LocalBackend(model, tok, batch_size=2)
     convs = [_conv("Hi"), _conv("What is two plus two?", "Be brief.")]
     out = backend.chat(convs, max_new_tokens=6)

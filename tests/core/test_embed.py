@@ -10,8 +10,7 @@ from iclr25 import embed
 
 
 @pytest.fixture(scope="module")
-def real():
-    torch.set_num_threads(1)
+def real(one_thread):
     return embed.minilm()
 
 

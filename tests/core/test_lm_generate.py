@@ -11,13 +11,6 @@ PROMPTS = ["Hi", "What is two plus two?", "The capital of France is", "Yes or no
            "A language model predicts the next token from the tokens before it."]
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    tok = lm.tiny_tokenizer()
-    return lm.tiny_llama(len(tok)), tok
-
-
 def test_chat_text_uses_the_template_and_falls_back_without_one(tiny):
     _, tok = tiny
     text = lm.chat_text(tok, "Hi", system="Be brief.")

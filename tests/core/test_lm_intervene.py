@@ -9,8 +9,7 @@ from iclr25 import lm
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
+def tiny(one_thread):
     tok = lm.tiny_tokenizer()
     model = lm.tiny_llama(len(tok), n_layers=3)
     ids = tok(["The capital of France is Paris", "Yes or no? Answer: yes."], return_tensors="pt",

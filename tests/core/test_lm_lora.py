@@ -15,8 +15,7 @@ ANSWERS = ["Hello.", "Four.", "Paris.", "Yes."]
 
 
 @pytest.fixture(scope="module")
-def tok():
-    torch.set_num_threads(1)
+def tok(one_thread):
     return lm.tiny_tokenizer()
 
 

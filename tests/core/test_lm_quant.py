@@ -11,13 +11,6 @@ from torch import nn
 from iclr25 import lm
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    tok = lm.tiny_tokenizer()
-    return lm.tiny_llama(len(tok)), tok
-
-
 def _linears(model):
     return [m for b in model.model.layers for m in b.modules() if isinstance(m, nn.Linear)]
 

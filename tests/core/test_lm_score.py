@@ -14,13 +14,6 @@ TEXTS = ["Hi", "What is two plus two?", "The capital of France is",
          "A language model predicts the next token from the tokens before it."]
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    torch.set_num_threads(1)
-    tok = lm.tiny_tokenizer()
-    return lm.tiny_llama(len(tok)), tok
-
-
 def _one(model, ids):
     with torch.no_grad():
         return torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), -1)
