@@ -24,6 +24,16 @@ def _cache_kw_for(cls: type) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+def head_dim(model: nn.Module, attn: nn.Module) -> int:
+    """The attention head size: the module's ``head_dim``, else the config's, else
+    ``hidden_size // num_attention_heads``."""
+    d = getattr(attn, "head_dim", None)
+    if d is None:
+        cfg = model.config
+        d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return int(d)
+
+
 def cache_kwarg(model: nn.Module) -> str:
     return _cache_kw_for(type(model))
 

@@ -12,6 +12,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ._common import head_dim as _head_dim
+
 __all__ = [
     "decoder_layers",
     "ActivationRecorder",
@@ -395,14 +397,11 @@ def capture_heads(model: nn.Module, layers: int | Iterable[int] | None = None, *
         o_proj = getattr(attn, "o_proj", None)
         if o_proj is None:
             raise TypeError(f"decoder layer {layer} has no .self_attn.o_proj module")
-        head_dim = getattr(attn, "head_dim", None)
-        if head_dim is None:
-            cfg = model.config
-            head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        hd = _head_dim(model, attn)
 
         def pre_hook(mod, args):
             x = args[0]
-            rec._record(layer, x.reshape(*x.shape[:-1], x.shape[-1] // head_dim, head_dim))
+            rec._record(layer, x.reshape(*x.shape[:-1], x.shape[-1] // hd, hd))
 
         return o_proj.register_forward_pre_hook(pre_hook)
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ._common import head_dim as _head_dim
 from .hooks import _resolve_layers, decoder_layers
 
 __all__ = ["SITES", "intervene", "Intervention", "add", "project_out", "scale", "set_value"]
@@ -211,14 +212,11 @@ def _install(model: nn.Module, block: nn.Module, site: str, layer: int, iv: Inte
     if site == "attn_out":
         return o_proj.register_forward_hook(lambda mod, args, out: iv.apply(out, layer))
     # heads
-    head_dim = getattr(attn, "head_dim", None)
-    if head_dim is None:
-        cfg = model.config
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    hd = _head_dim(model, attn)
 
     def pre_heads(mod, args):
         x = args[0]
-        h = x.reshape(*x.shape[:-1], x.shape[-1] // head_dim, head_dim)
+        h = x.reshape(*x.shape[:-1], x.shape[-1] // hd, hd)
         return (iv.apply(h, layer).reshape(x.shape),) + tuple(args[1:])
     return o_proj.register_forward_pre_hook(pre_heads)
 
