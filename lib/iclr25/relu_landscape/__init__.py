@@ -11,6 +11,8 @@ Public API
 - configs per profile: :func:`fig3`, :func:`fig11`, :func:`fig12` (:class:`RunConfig`);
 - the landscape: :func:`sectors`, :func:`d_vectors`, :func:`classify_neurons`, :func:`certify`,
   :func:`perturbation_test`;
+- the certificate at its edges: :func:`tolerance_sweep`, :func:`verdict_flips`,
+  :func:`certificate_margins`, :func:`certify_run`;
 - embedding: :func:`split_neuron`, :func:`add_zero_neuron`;
 - dynamics: :func:`find_plateaus`, :func:`neuron_angles`, :func:`direction_clusters`,
   :func:`balancedness`;
@@ -20,6 +22,8 @@ Public API
 from .configs import RunConfig, fig3, fig11, fig12
 from .data import DATASETS, five_point, load, three_d_seven_point, two_d_two_out
 from .dynamics import Plateau, balancedness, direction_clusters, find_plateaus, neuron_angles
+from .edges import (DEFAULT_TOLERANCES, TOLERANCES, certificate_margins, certify_run,
+                    tolerance_grid, tolerance_sweep, verdict_flips)
 from .embed import add_zero_neuron, split_neuron
 from .landscape import (Certificate, PerturbationResult, Sector, certify, classify_neurons,
                         correlation, d_vectors, perturbation_test, sectors, sectors_bruteforce)
@@ -35,4 +39,6 @@ __all__ = [
     "Certificate", "certify", "PerturbationResult", "perturbation_test",
     "split_neuron", "add_zero_neuron",
     "Plateau", "find_plateaus", "neuron_angles", "direction_clusters", "balancedness",
+    "TOLERANCES", "DEFAULT_TOLERANCES", "tolerance_grid", "tolerance_sweep", "verdict_flips",
+    "certificate_margins", "certify_run",
 ]

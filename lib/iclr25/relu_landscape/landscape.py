@@ -100,6 +100,19 @@ def sectors(X: np.ndarray, tol: float = 1e-9) -> list[Sector]:
     return sorted(out, key=lambda s: s.signs, reverse=True)
 
 
+_SECTOR_CACHE: dict[bytes, list[Sector]] = {}
+
+
+def _sectors_cached(X: np.ndarray) -> list[Sector]:
+    """:func:`sectors` of ``X``, computed once per data set (certify is called many times)."""
+    key = np.ascontiguousarray(X, dtype=np.float64).tobytes() + bytes(str(X.shape), "ascii")
+    if key not in _SECTOR_CACHE:
+        if len(_SECTOR_CACHE) > 64:
+            _SECTOR_CACHE.clear()
+        _SECTOR_CACHE[key] = sectors(X)
+    return _SECTOR_CACHE[key]
+
+
 def sectors_bruteforce(X: np.ndarray, n_samples: int = 200_000, seed: int = 0) -> set[tuple[int, ...]]:
     """Sign patterns seen on random directions: a check for :func:`sectors` (test oracle)."""
     rng = np.random.default_rng(seed)
@@ -186,6 +199,8 @@ def _min_directional(c: np.ndarray, X: np.ndarray, w: np.ndarray, boundary: np.n
     base = (c[off] * np.where(z[off] > 0, rho_pos, rho_neg)) @ X[off] if len(off) else np.zeros(X.shape[1])
     best = np.inf
     B = list(boundary)
+    if not B:  # no kink: the minimum of a linear function over the box, in closed form
+        return float(-np.abs(base).sum())
     for mask in range(2 ** len(B)):
         s = np.array([1 if (mask >> i) & 1 else -1 for i in range(len(B))])
         a = base.copy()
@@ -262,7 +277,7 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
     R = ideal.residuals(X, Y)  # zero neurons no longer contribute
     N, k = R.shape
     scale = max(np.linalg.norm(X) * np.linalg.norm(Y), 1e-300)  # relative to the data
-    all_sec = sectors(X)
+    all_sec = _sectors_cached(X)
 
     # (2) escape neurons: zero neurons with a nonzero D_S in a sector next to w_j. Such a neuron is
     # idealised to w_j = 0 (the vanishing-scale limit in which a plateau is a stationary point; the
@@ -288,12 +303,23 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
     # dL/dh_j = (2/(N k)) g(w_j) must vanish, and the one-sided derivative in w_j must be >= 0
     G = correlation(ideal, X, R, ideal.W)
     gap = float(np.max(np.abs(G))) / scale if len(G) else 0.0
+    # For k = 1 the derivative is linear in h_j, so neurons with the same activation pattern, the
+    # same kinks and the same sign of h_j share one LP (a direction group is solved once).
+    memo: dict[tuple, float] = {}
     for j in np.flatnonzero(labels == "alive"):
-        c = R @ ideal.H[j]  # c_n = r_n . h_j
         w = ideal.W[j]
         _, boundary = _adjacent_patterns(w, X, b_tol, all_sec)
-        m = _min_directional(c, X, w, boundary, ideal.rho_pos, ideal.rho_neg)
-        gap = max(gap, -m / (scale * max(np.linalg.norm(ideal.H[j]), 1e-300)))
+        hn = max(np.linalg.norm(ideal.H[j]), 1e-300)
+        if k == 1:
+            key = (tuple(np.sign(X @ w).astype(int)), tuple(boundary), bool(ideal.H[j, 0] > 0))
+            if key not in memo:
+                c = R @ (ideal.H[j] / hn)
+                memo[key] = _min_directional(c, X, w, boundary, ideal.rho_pos, ideal.rho_neg)
+            m = memo[key] * hn
+        else:
+            c = R @ ideal.H[j]  # c_n = r_n . h_j
+            m = _min_directional(c, X, w, boundary, ideal.rho_pos, ideal.rho_neg)
+        gap = max(gap, -m / (scale * hn))
 
     loss0 = ideal.loss(X, Y)
     direction = step = drop = None
@@ -353,28 +379,42 @@ class PerturbationResult:
 
 def perturbation_test(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, n: int = 5000,
                       amplitude: float | None = None, exclude: np.ndarray | None = None,
-                      seed: int = 0, max_amplitude: float = 1.0) -> PerturbationResult:
+                      seed: int = 0, max_amplitude: float = 1.0,
+                      cumulative: bool = False) -> PerturbationResult:
     """Perturb all (non-excluded) parameters by i.i.d. U(-a, a) noise ``n`` times, record L change.
 
     As in the paper's Fig. 10: ``a`` = min |parameter| over the neurons not excluded, divided by 10,
-    capped at ``max_amplitude``; excluded (dead) neurons are not perturbed. Each perturbation starts
-    from ``net`` (not cumulative). Vectorised over the ``n`` samples.
+    capped at ``max_amplitude``; excluded (dead) neurons are not perturbed. By default each
+    perturbation starts from ``net``. ``cumulative=True`` reproduces the official helper, which adds
+    each perturbation to the already perturbed network (a random walk of ``n`` steps) and reports
+    the loss change from ``net`` at every step. Vectorised over the ``n`` samples.
     Introduced in chapter 18, notebook ``02-escape-neurons``.
     """
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64).reshape(len(X), -1)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
     keep = np.ones(net.width, bool) if exclude is None else ~np.asarray(exclude, bool)
+    if keep.shape != (net.width,):
+        raise ValueError(f"exclude must have one entry per neuron ({net.width}), got {keep.shape}")
     if amplitude is None:
         vals = np.abs(np.concatenate([net.W[keep].ravel(), net.H[keep].ravel()]))
         amplitude = min(max_amplitude, float(vals.min()) / 10) if len(vals) else max_amplitude
+    if not amplitude > 0:
+        raise ValueError(f"amplitude must be > 0, got {amplitude}")
     rng = np.random.default_rng(seed)
     base = net.loss(X, Y)
     changes = np.empty(n)
     batch = 1000
+    offW, offH = np.zeros_like(net.W), np.zeros_like(net.H)  # the walk so far (cumulative)
     for i0 in range(0, n, batch):
         b = min(batch, n - i0)
         dW = rng.uniform(-amplitude, amplitude, (b,) + net.W.shape) * keep[None, :, None]
         dH = rng.uniform(-amplitude, amplitude, (b,) + net.H.shape) * keep[None, :, None]
+        if cumulative:
+            dW = offW + np.cumsum(dW, axis=0)
+            dH = offH + np.cumsum(dH, axis=0)
+            offW, offH = dW[-1], dH[-1]
         Wp, Hp = net.W[None] + dW, net.H[None] + dH
         Z = np.einsum("nd,bmd->bnm", X, Wp)
         A = np.where(Z > 0, net.rho_pos * Z, net.rho_neg * Z)
