@@ -1,0 +1,85 @@
+"""The chapter's runs at each profile (see :mod:`iclr25.profiles`; chapter 07).
+
+``smoke`` keeps every notebook within seconds (a few tasks, one seed, 2 LM iterations of 32
+tokens), ``book`` runs every task (the LM notebook: 8 tasks x 5 iterations), ``paper`` uses the
+paper's budgets (15 unguided iterations, 5 per subtask) with more seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..profiles import make_config
+
+__all__ = ["SandboxConfig", "GradedConfig", "LMConfig", "sandbox", "graded", "lm"]
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """``01-tasks-and-sandbox``: reference solutions and escape attempts."""
+
+    n_tasks: int           # tasks whose reference solution is run (all: 17)
+    n_timing: int          # commands timed for the per-command overhead
+    backend: str = "auto"  # bwrap | unshare | auto
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class GradedConfig:
+    """``02-metrics-and-graded-agents``: replay agents of skill p on every task."""
+
+    n_tasks: int
+    ps: tuple              # skills p (issue: 0.2, 0.5, 0.8, 1.0)
+    n_seeds: int           # seeds per (task, p, mode)
+    max_iters: int         # paper: 15 unguided iterations
+    subtask_iters: int     # paper: 5 per subtask
+    workers: int = 2
+    backend: str = "auto"
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """``03-small-model-agent``: SmolLM2 as the agent."""
+
+    n_tasks: int
+    max_iters: int         # unguided iterations (paper: 15)
+    subtask_iters: int     # per subtask (paper: 5)
+    max_new_tokens: int    # paper: 2000 output tokens
+    memory: int            # iterations kept in the prompt (paper: 3)
+    batch_size: int
+    temperature: float = 0.0   # paper: 0.5; greedy here so the book repeats
+    backend: str = "auto"
+    seed: int = 0
+
+
+_SANDBOX = {"smoke": {"n_tasks": 5, "n_timing": 10},
+            "book": {"n_tasks": 17, "n_timing": 50},
+            "paper": {"n_tasks": 17, "n_timing": 200}}
+_GRADED = {"smoke": {"n_tasks": 3, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 1, "max_iters": 15,
+                     "subtask_iters": 5},
+           "book": {"n_tasks": 17, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 4, "max_iters": 15,
+                    "subtask_iters": 5},
+           "paper": {"n_tasks": 17, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 20, "max_iters": 15,
+                     "subtask_iters": 5}}
+_LM = {"smoke": {"n_tasks": 2, "max_iters": 2, "subtask_iters": 1, "max_new_tokens": 32,
+                 "memory": 3, "batch_size": 8},
+       "book": {"n_tasks": 8, "max_iters": 5, "subtask_iters": 2, "max_new_tokens": 96,
+                "memory": 3, "batch_size": 16},
+       "paper": {"n_tasks": 17, "max_iters": 15, "subtask_iters": 5, "max_new_tokens": 2000,
+                 "memory": 3, "batch_size": 16}}
+
+
+def sandbox(profile: str | None = None, **overrides) -> SandboxConfig:
+    return make_config(SandboxConfig, _SANDBOX, profile, **overrides)
+
+
+def graded(profile: str | None = None, **overrides) -> GradedConfig:
+    cfg = make_config(GradedConfig, _GRADED, profile, **overrides)
+    if any(not 0 <= p <= 1 for p in cfg.ps):
+        raise ValueError(f"every p must be in [0, 1], got {cfg.ps}")
+    return cfg
+
+
+def lm(profile: str | None = None, **overrides) -> LMConfig:
+    return make_config(LMConfig, _LM, profile, **overrides)
