@@ -23,7 +23,7 @@ from .configs import RunConfig, fig3, fig11, fig12
 from .data import DATASETS, five_point, load, three_d_seven_point, two_d_two_out
 from .dynamics import Plateau, balancedness, direction_clusters, find_plateaus, neuron_angles
 from .edges import (DEFAULT_TOLERANCES, TOLERANCES, certificate_margins, certify_run,
-                    tolerance_grid, tolerance_sweep, verdict_flips)
+                    decade_flips, tolerance_grid, tolerance_sweep, verdict_flips)
 from .embed import add_zero_neuron, split_neuron
 from .landscape import (Certificate, PerturbationResult, Sector, certify, classify_neurons,
                         correlation, d_vectors, perturbation_test, sectors, sectors_bruteforce)
@@ -40,5 +40,5 @@ __all__ = [
     "split_neuron", "add_zero_neuron",
     "Plateau", "find_plateaus", "neuron_angles", "direction_clusters", "balancedness",
     "TOLERANCES", "DEFAULT_TOLERANCES", "tolerance_grid", "tolerance_sweep", "verdict_flips",
-    "certificate_margins", "certify_run",
+    "decade_flips", "certificate_margins", "certify_run",
 ]

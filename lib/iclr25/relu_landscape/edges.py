@@ -11,6 +11,7 @@ those tolerances and the quantities they threshold. This module measures both:
   near-dead neuron closest to a hyperplane), i.e. where each tolerance would flip a label;
 - :func:`tolerance_sweep` and :func:`verdict_flips`: the verdict re-computed while one tolerance at
   a time runs over a grid of decades, and the grid intervals in which it changes;
+- :func:`decade_flips`: whether the verdict survives each tolerance moved one decade either way;
 - :func:`certify_run`: a certificate at the middle of every plateau of a trajectory and at its end.
 """
 
@@ -24,7 +25,7 @@ from .landscape import certify
 from .net import ShallowNet
 
 __all__ = ["TOLERANCES", "DEFAULT_TOLERANCES", "tolerance_grid", "tolerance_sweep", "verdict_flips",
-           "certificate_margins", "certify_run"]
+           "decade_flips", "certificate_margins", "certify_run"]
 
 #: the tolerances of :func:`~.landscape.certify` and their defaults
 DEFAULT_TOLERANCES = {"h_tol": 1e-4, "b_tol": 1e-4, "d_tol": 1e-3, "stat_tol": 1e-4,
@@ -81,6 +82,26 @@ def verdict_flips(rows: list[dict]) -> list[dict]:
             if a["verdict"] != b["verdict"]:
                 out.append({"tolerance": name, "below": a["value"], "above": b["value"],
                             "verdict_below": a["verdict"], "verdict_above": b["verdict"]})
+    return out
+
+
+def decade_flips(net: ShallowNet, X: np.ndarray, Y: np.ndarray, factor: float = 10.0) -> list[dict]:
+    """The verdict at the default tolerances, and at each tolerance alone moved to ``default /
+    factor`` and ``default * factor``: one row per move that changes the verdict (empty when the
+    verdict has a decade of room in every direction).
+
+    Introduced in chapter 18, notebook ``02-escape-neurons``.
+    """
+    if not factor > 1:
+        raise ValueError(f"factor must be > 1, got {factor}")
+    base = certify(net, X, Y, **DEFAULT_TOLERANCES).verdict
+    out = []
+    for name, v0 in DEFAULT_TOLERANCES.items():
+        for v in (v0 / factor, v0 * factor):
+            verdict = certify(net, X, Y, **{**DEFAULT_TOLERANCES, name: v}).verdict
+            if verdict != base:
+                out.append({"tolerance": name, "default": v0, "value": v,
+                            "verdict_default": base, "verdict": verdict})
     return out
 
 
