@@ -190,3 +190,68 @@ def test_angles_and_clusters():
     W = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1e-3], [-1.0, 0.0]])
     np.testing.assert_allclose(rl.neuron_angles(W), [0, 90, np.degrees(np.arctan(1e-3)), 180], atol=1e-9)
     assert rl.direction_clusters(W, tol_deg=1.0) == [[0, 2], [1], [3]]
+
+
+# -- the certificate at its edges (issue 39) --------------------------------------------------------
+
+def _escape_strength_at_origin(X, Y):
+    """Brute force: the largest ||D_S|| / (||X|| ||Y||) over all sectors, residuals r = -y."""
+    secs = rl.sectors_bruteforce(X, n_samples=100_000)
+    D = rl.d_vectors(X, -Y, np.array(sorted(secs)))
+    return np.linalg.norm(D.reshape(len(D), -1), axis=1).max() / (np.linalg.norm(X) * np.linalg.norm(Y))
+
+
+def test_d_tol_flips_the_origin_exactly_at_its_escape_strength():
+    X, Y = rl.five_point()
+    net = rl.ShallowNet(np.zeros((2, 2)), np.zeros((2, 1)))
+    strength = _escape_strength_at_origin(X, Y)
+    m = rl.certificate_margins(net, X, Y)
+    np.testing.assert_allclose(m["escape_max"], strength, rtol=1e-12)
+    rows = rl.tolerance_sweep(net, X, Y, {"d_tol": [strength / 2, strength * 2]})
+    assert [r["verdict"] for r in rows] == ["saddle", "local minimum"]
+    flips = rl.verdict_flips(rows)
+    assert flips == [{"tolerance": "d_tol", "below": strength / 2, "above": strength * 2,
+                      "verdict_below": "saddle", "verdict_above": "local minimum"}]
+    assert rl.decade_flips(net, X, Y) == []  # strength ~0.3: a decade above 1e-3 changes nothing
+    with pytest.raises(ValueError, match="valid: h_tol"):
+        rl.tolerance_sweep(net, X, Y, {"eps": [1.0]})
+
+
+def test_a_neuron_parked_inside_the_dead_cone_flips_with_dead_margin(fig3_run):
+    traj, X, Y = fig3_run
+    base = rl.certify(traj.net, X, Y).net_ideal
+    # a tiny neuron just inside the dead cone, next to the hyperplane of x_1 = (-1, 1), closer to it
+    # than any neuron of the run (seed 0 parks one at ~7e-6)
+    delta = 2e-6
+    u = np.array([-1.0, -1.0]) / np.sqrt(2)
+    perp = np.array([1.0, -1.0]) / np.sqrt(2)  # moves away from x_1 (into the dead cone)
+    w = 1e-5 * (u + delta * perp)
+    net = rl.ShallowNet(np.vstack([base.W, w]), np.vstack([base.H, [[1e-8]]]))
+    cos = (X @ w) / (np.linalg.norm(w) * np.linalg.norm(X, axis=1))
+    margin = rl.certificate_margins(net, X, Y)["near_dead"]
+    assert margin == pytest.approx(-cos.max(), rel=1e-12)
+    assert rl.certify(net, X, Y, dead_margin=margin / 3).is_local_min
+    c = rl.certify(net, X, Y, dead_margin=margin * 3)
+    assert c.verdict == "saddle" and c.escape == [net.width - 1] and c.loss_drop < 0
+    rows = rl.certify_run(traj, X, Y, rl.find_plateaus(traj))
+    assert rows[-1]["point"] == "final" and rows[-1]["verdict"] == "local minimum"
+    assert all(r["verdict"] == "saddle" for r in rows[:-1]) and len(rows) >= 2
+
+
+def test_cumulative_perturbations_are_a_random_walk_of_the_same_draws():
+    X, Y = rl.two_d_two_out()
+    net = rl.init_net(2, 3, 2, init_scale=0.5, seed=2)
+    a, n = 1e-2, 7
+    walk = rl.perturbation_test(net, X, Y, n=n, amplitude=a, seed=5, cumulative=True)
+    fresh = rl.perturbation_test(net, X, Y, n=n, amplitude=a, seed=5)
+    rng = np.random.default_rng(5)  # brute force: the same draws, added one after another
+    dW = rng.uniform(-a, a, (n,) + net.W.shape)
+    dH = rng.uniform(-a, a, (n,) + net.H.shape)
+    base = net.loss(X, Y)
+    want_walk = [rl.ShallowNet(net.W + dW[:i + 1].sum(0), net.H + dH[:i + 1].sum(0)).loss(X, Y) - base
+                 for i in range(n)]
+    want_fresh = [rl.ShallowNet(net.W + dW[i], net.H + dH[i]).loss(X, Y) - base for i in range(n)]
+    np.testing.assert_allclose(walk.loss_changes, want_walk, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(fresh.loss_changes, want_fresh, rtol=1e-10, atol=1e-15)
+    with pytest.raises(ValueError, match="amplitude must be > 0"):
+        rl.perturbation_test(net, X, Y, n=2, amplitude=0.0)
