@@ -14,7 +14,7 @@ Language Models", ICLR 2025. The book's version of the framework:
 - :mod:`~iclr25.cybench.paper_data`: the published tables as cited data.
 """
 
-from . import configs, metrics, paper_data
+from . import configs, escapes, experiments, metrics, paper_data
 from .agents import (DISTRACTORS, SCAFFOLDS, Action, LMAgent, ReplayAgent, parse_action,
                      system_prompt, truncate_middle)
 from .runner import MODES, Episode, Memo, check_reference, run_episodes
@@ -27,4 +27,4 @@ __all__ = ["Task", "Subtask", "CATEGORIES", "all_tasks", "get_task", "task_names
            "Limits", "ExecResult", "SandboxError", "available_backends", "bwrap_path",
            "BACKENDS", "LMAgent", "ReplayAgent", "Action", "parse_action", "truncate_middle",
            "system_prompt", "SCAFFOLDS", "DISTRACTORS", "Episode", "run_episodes", "Memo",
-           "check_reference", "MODES", "metrics", "paper_data", "configs"]
+           "check_reference", "MODES", "metrics", "paper_data", "configs", "escapes", "experiments"]

@@ -58,7 +58,7 @@ _SANDBOX = {"smoke": {"n_tasks": 5, "n_timing": 10},
             "paper": {"n_tasks": 17, "n_timing": 200}}
 _GRADED = {"smoke": {"n_tasks": 3, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 1, "max_iters": 15,
                      "subtask_iters": 5},
-           "book": {"n_tasks": 17, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 4, "max_iters": 15,
+           "book": {"n_tasks": 17, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 3, "max_iters": 15,
                     "subtask_iters": 5},
            "paper": {"n_tasks": 17, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 20, "max_iters": 15,
                      "subtask_iters": 5}}

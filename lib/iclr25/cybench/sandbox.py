@@ -106,8 +106,8 @@ class ExecResult:
             text += "\n[sandbox: output limit reached, command stopped]"
         elif self.stopped == "disk":
             text += "\n[sandbox: disk quota exceeded, files removed]"
-        elif self.returncode == -signal.SIGXCPU or self.returncode == -signal.SIGKILL:
-            text += f"\n[sandbox: killed by signal {-self.returncode} (CPU-time limit)]"
+        elif self.returncode in (-signal.SIGXCPU, 128 + signal.SIGXCPU, -signal.SIGKILL):
+            text += f"\n[sandbox: killed (exit {self.returncode}): CPU-time limit]"
         return text
 
 

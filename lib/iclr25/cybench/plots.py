@@ -1,0 +1,40 @@
+"""Figures of chapter 07, titled with the paper table or figure they mirror."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from ..plotting import paper_figure
+
+__all__ = ["plot_metrics_vs_p", "plot_success_vs_fst"]
+
+
+def plot_metrics_vs_p(summary: pd.DataFrame):
+    """Unguided, subtask-guided and subtask score against the replay agent's skill p."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for col, label in [("unguided", "unguided success"), ("subtask_guided", "subtask-guided success"),
+                       ("subtask_score", "subtask score")]:
+        ax.plot(summary["p"], summary[col], marker="o", label=label)
+    ax.set_xlabel("replay agent skill p (chance of the right next step)")
+    ax.set_ylabel("fraction of tasks")
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend()
+    paper_figure(fig, "Table 2", "the paper's three metrics for scripted agents of graded skill")
+    fig.tight_layout()
+    return fig
+
+
+def plot_success_vs_fst(per_task: pd.DataFrame, ps):
+    """Per-task unguided success against first-solve time (log scale), one series per p."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for p in ps:
+        d = per_task[per_task["p"] == p]
+        ax.plot(d["fst_min"], d["success"], marker="o", linestyle="none", alpha=0.8, label=f"p = {p:g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("first-solve time, minutes (our estimate; log scale)")
+    ax.set_ylabel("unguided success (mean over seeds)")
+    ax.legend()
+    paper_figure(fig, "Fig. 3", "unguided success against first-solve time")
+    fig.tight_layout()
+    return fig
