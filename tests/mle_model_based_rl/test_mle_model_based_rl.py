@@ -296,3 +296,145 @@ def test_infeasible_settings_get_clear_errors():
         mb.collect(mdp.P, mdp.optimal()[1], mdp.H, 0, 0, rng=0)
     cls, true = mb.instance("stochastic", H=8, q_grid=mb.q_grid(21), slip_grid=(0.0, 0.2))
     assert cls.params[true] == {"lock": mb.LOCK, "slip": 0.2, "q": 0.5}
+
+
+# ---- issue 35: the river lock, UCBVI-CH, the realised-gap family, the restriction check ----------
+
+def test_river_lock_structure_and_closed_forms():
+    for H in (4, 16):
+        mdp = mb.river_lock(0.5, back=0.2, rho=0.3, lock=(1, 0, 1), N=3, H=H, s0=0)
+        assert mdp.S == 3 and mdp.A == 2
+        # swim at state 1 (lock action 0): up 0.5, back 0.2, stay 0.3; drift at state 1 goes to 0
+        np.testing.assert_allclose(mdp.P[1, 0], [0.2, 0.3, 0.5])
+        np.testing.assert_allclose(mdp.P[1, 1], [1.0, 0.0, 0.0])
+        np.testing.assert_allclose(mdp.P[2, 1], [0.0, 0.2, 0.8])       # swim at the top holds
+        drift = np.zeros((H, 3), dtype=np.int64)                         # drift at 0 is action 0
+        assert mdp.value(drift) == pytest.approx(0.3)                    # rho/H for H steps
+        assert mdp.return_variance(drift) == pytest.approx(0.0, abs=1e-15)
+    # the same transitions at every horizon: only the reward scale changes
+    a, b = mb.river_lock(H=8), mb.river_lock(H=64)
+    np.testing.assert_array_equal(a.P, b.P)
+    for gap in (0.05, -0.05):
+        H = 16
+        rho = mb.river_rho(H, gap)
+        mdp = mb.river_lock(rho=rho, H=H)                                # starts in the middle
+        V = mdp.optimal()[0][0, mdp.s0]
+        v_swim = mb.river_lock(rho=0.0, H=H).optimal()[0][0, mdp.s0]
+        drift = np.broadcast_to(1 - np.array(mb.RIVER["lock"]), (H, 3))
+        assert mdp.value(drift) == pytest.approx(rho * (H - 1) / H)       # one step to reach 0
+        assert mdp.value(drift) == pytest.approx(v_swim - gap)
+        assert V >= max(v_swim, v_swim - gap) - 1e-12
+    cls = mb.river_lock_class([0.5, 0.9], [0.0, 0.2], N=3, H=8)
+    assert cls.M == 8 * 3                         # p = 0.9 with back = 0.2 is left out
+    assert cls.index(lock=(1, 0, 1), p=0.5, back=0.2) >= 0
+
+
+def test_policy_values_match_evaluate():
+    mdp = mb.river_lock(H=6)
+    pis = np.random.default_rng(0).integers(0, 2, size=(7, 6, 3))
+    got = mb.policy_values(mdp.P, mdp.r, pis, 6, mdp.s0)
+    want = [mdp.value(p) for p in pis]
+    np.testing.assert_allclose(got, want, atol=1e-14)
+
+
+def test_ucbvi_plan_matches_a_plain_loop():
+    rng = np.random.default_rng(3)
+    S, A, H = 3, 2, 5
+    r = rng.random((S, A)) / H
+    counts = rng.integers(0, 4, size=(4, S, A, S)).astype(float)
+    counts[0, 1, 0] = 0                           # an unvisited pair
+    c, L = np.array([0.0, 0.1, 0.5, 2.0]), 3.0
+    pi = mb.ucbvi_plan(counts, r, H, c, L)
+    for i in range(4):
+        n = counts[i].sum(-1)
+        V = np.zeros(S)
+        for h in range(H - 1, -1, -1):
+            Q = np.zeros((S, A))
+            for s in range(S):
+                for a in range(A):
+                    cap = (H - h) * r.max()
+                    if n[s, a] == 0:
+                        Q[s, a] = cap
+                    else:
+                        Q[s, a] = min(cap, r[s, a] + counts[i, s, a] @ V / n[s, a] + c[i] * np.sqrt(L / n[s, a]))
+            np.testing.assert_array_equal(pi[i, h], Q.argmax(-1))
+            V = Q.max(-1)
+
+
+def test_ucbvi_learns_and_regret_is_exact():
+    mdp = mb.river_lock(0.9, back=0.0, rho=0.1, lock=(0, 1, 0), N=3, H=8, s0=0)
+    res = mb.run_ucbvi(mdp, 150, bonus_scale=[0.05, 0.2], n_seeds=3, seed=0, show_progress=False)
+    assert res.regret.shape == (6, 150) and np.all(res.regret >= -1e-12)
+    assert res.v_star == pytest.approx(mdp.optimal()[0][0, mdp.s0])
+    assert res.regret[:, -20:].mean() < 0.2 * res.regret[:, :20].mean()   # it learns
+    np.testing.assert_array_equal(res.bonus_scale, [0.05] * 3 + [0.2] * 3)
+
+
+def test_horizon_sweep_and_shared_tuning():
+    df = mb.horizon_sweep((4, 8), 6, p_grid=(0.3, 0.5), back_grid=(0.2,), ucb_scales=(0.1, 1.0),
+                          beta_scales=(1.0,), n_seeds=2, show_progress=False)
+    assert len(df) == 2 * (2 * 1 + 2 * 2)
+    assert set(df["learner"]) == {"O-MBRL", "UCBVI-CH"} and (df["regret"] >= -1e-9).all()
+    best = mb.tune_shared(df)
+    g = df[df.learner == "UCBVI-CH"].groupby(["knob", "H"])["regret"].mean().unstack()
+    assert best["UCBVI-CH"] == float(np.log(np.maximum(g, 1e-9)).mean(axis=1).idxmin())
+    with pytest.raises(ValueError, match="realizability"):
+        mb.horizon_sweep((4,), 2, p_grid=(0.3,), back_grid=(0.2,), show_progress=False)
+
+
+def test_worst_case_gap_family():
+    H = 8
+    qg = mb.q_grid(11)
+    beh = mb.gamble_behaviour(H, 2, 0.5)
+    make = lambda g: mb.gamble_chain_class(qg, slip_grid=(0.0,), rho=0.5 - g, H=H)
+    df = mb.worst_case_gap_sweep(make, dict(lock=mb.LOCK, slip=0.0, q=0.5), [0.02, 0.2], beh, (5, 50), 3,
+                                 0.1, seed=0, show_progress=False)
+    assert len(df) == 2 * 3 * 2 and (df["gap"] >= -1e-12).all()
+    for g, sub in df.groupby("g"):
+        cls = make(g)
+        true = cls.index(lock=mb.LOCK, slip=0.0, q=0.5)
+        vals = mb.PolicyTable(cls, extra=[beh]).values[:, true]
+        v_star = cls.optimal()[0][true, 0, 0]
+        for gap in sub["gap"]:                       # every realised gap is that of some candidate
+            assert np.isclose(v_star - vals, gap).any()
+    bad = lambda g: mb.gamble_chain_class(qg, slip_grid=(0.0, g), rho=0.4, H=H)
+    with pytest.raises(ValueError, match="same transition models"):
+        mb.worst_case_gap_sweep(bad, dict(lock=mb.LOCK, slip=0.0, q=0.5), [0.1, 0.2], beh, (5,), 1, 0.1,
+                                show_progress=False)
+
+
+def test_restriction_check_against_brute_force():
+    pols = mb.all_deterministic_policies(2, 3, 2)
+    assert pols.shape == (64, 2, 3) and len(np.unique(pols.reshape(64, -1), axis=0)) == 64
+    with pytest.raises(ValueError, match="too many"):
+        mb.all_deterministic_policies(5, 5, 2)
+    cls = mb.gamble_chain_class(mb.q_grid(5), slip_grid=(0.0,), rho=0.4, L=1, H=3)
+    true = cls.index(lock=(0,), slip=0.0, q=0.75)
+    beh = mb.gamble_behaviour(3, 1, 0.5)
+    rc = mb.restriction_check(cls, true, beh, (3, 30), 3, cls.beta(0.1), seed=0)
+    assert (rc["maxmin_all"] >= rc["maxmin_restricted"] - 1e-12).all()
+    # the all-policy max-min by a direct loop, for the first data set: no policy beats it, and the
+    # restricted set's choice is attained exactly
+    counts = mb.collect(cls.P[true], beh, 3, 0, 3, np.random.default_rng(0))
+    vs = cls.version_space(counts, cls.beta(0.1))
+    pols = mb.all_deterministic_policies(3, 5, 2)
+    some = pols[np.random.default_rng(1).choice(len(pols), 200, replace=False)]
+    direct = max(mb.evaluate(cls.P[vs], cls.r, p, 3)[:, 0, 0].min() for p in some)
+    assert direct <= rc["maxmin_all"].iloc[0] + 1e-12
+    res = mb.cppo_lr(cls, counts, cls.beta(0.1), table=mb.PolicyTable(cls, extra=[beh]))
+    assert res.estimate == pytest.approx(rc["maxmin_restricted"].iloc[0])
+    # the all-policy max-min is attained: the exit-everywhere policy is worth rho * 1/3 in every model
+    assert rc["maxmin_all"].iloc[0] >= 0.4 / 3 - 1e-12
+
+
+def test_horizon_bad_inputs():
+    with pytest.raises(ValueError, match="p \\+ back"):
+        mb.river_lock(0.9, back=0.2)
+    with pytest.raises(ValueError, match="lock must be"):
+        mb.river_lock(lock=(0, 1))
+    with pytest.raises(ValueError, match="rho must lie"):
+        mb.river_rho(8, 0.9)
+    with pytest.raises(ValueError, match="bonus_scale"):
+        mb.run_ucbvi(mb.river_lock(H=4), 3, bonus_scale=-1.0)
+    with pytest.raises(ValueError, match="counts must be"):
+        mb.ucbvi_plan(np.zeros((2, 3, 2)), np.zeros((3, 2)), 3, 1.0, 1.0)

@@ -13,8 +13,12 @@ Public API
   :func:`counts_from`, :func:`default_beta`; the test-bed :func:`gamble_chain`,
   :func:`gamble_chain_class`;
 - online: :func:`run_online` (O-MBRL, greedy MLE, eps-greedy);
+- the horizon comparison: the river lock :func:`river_lock`, :func:`river_lock_class`, :func:`river_rho`,
+  the Hoeffding-bonus baseline :func:`run_ucbvi` (UCBVI-CH), :func:`horizon_sweep`, :func:`tune_shared`;
 - offline: :func:`cppo_lr` (pessimism over a restricted policy set), :func:`plug_in`,
-  :class:`PolicyTable`, :func:`collect`, :func:`coverage`, :func:`pessimistic_value`, :func:`offline_sweep`;
+  :class:`PolicyTable`, :func:`collect`, :func:`coverage`, :func:`pessimistic_value`, :func:`offline_sweep`,
+  :func:`worst_case_gap_sweep` (the realised gap over a family of instances),
+  :func:`restriction_check` (the restricted policy set against all policies, brute force);
 - analysis: :func:`loglog_slope`, the named instances :func:`instance`; configs per profile: :func:`version_space_config`,
   :func:`online_config`, :func:`offline_config`.
 """
@@ -23,8 +27,11 @@ from .mdp import (VI_BACKENDS, TabularMDP, as_probs, check_transitions, evaluate
                   occupancy, return_moments, rollout, value_iteration)
 from .models import FiniteModelClass, counts_from, default_beta, gamble_chain, gamble_chain_class
 from .online import ALGORITHMS, OnlineResult, run_online
-from .offline import (OfflineResult, PolicyTable, collect, coverage, cppo_lr, offline_sweep,
-                      pessimistic_value, plug_in)
+from .offline import (OfflineResult, PolicyTable, all_deterministic_policies, collect, coverage,
+                      cppo_lr, offline_sweep, pessimistic_value, plug_in, restriction_check,
+                      worst_case_gap_sweep)
+from .horizon import (RIVER, RIVER_INSTANCES, UCBVIResult, horizon_sweep, policy_values, river_lock,
+                      river_lock_class, river_rho, run_ucbvi, tune_shared, ucbvi_plan)
 from .analysis import (LOCK, OFFLINE_INSTANCES, ONLINE_INSTANCES, fine_q_grid, gamble_behaviour,
                        instance, loglog_slope, q_grid)
 from .configs import (OfflineConfig, OnlineConfig, VersionSpaceConfig, offline_config,
@@ -36,7 +43,9 @@ __all__ = [
     "FiniteModelClass", "counts_from", "default_beta", "gamble_chain", "gamble_chain_class",
     "ALGORITHMS", "OnlineResult", "run_online",
     "OfflineResult", "PolicyTable", "collect", "cppo_lr", "plug_in", "coverage", "pessimistic_value",
-    "offline_sweep", "instance", "ONLINE_INSTANCES", "OFFLINE_INSTANCES", "LOCK",
+    "offline_sweep", "worst_case_gap_sweep", "all_deterministic_policies", "restriction_check",
+    "RIVER", "RIVER_INSTANCES", "UCBVIResult", "horizon_sweep", "policy_values", "river_lock",
+    "river_lock_class", "river_rho", "run_ucbvi", "tune_shared", "ucbvi_plan", "instance", "ONLINE_INSTANCES", "OFFLINE_INSTANCES", "LOCK",
     "loglog_slope", "q_grid", "fine_q_grid", "gamble_behaviour",
     "VersionSpaceConfig", "OnlineConfig", "OfflineConfig", "version_space_config",
     "online_config", "offline_config",

@@ -37,9 +37,16 @@ class OnlineConfig:
     """Notebook 02: O-MBRL against baselines, horizons and return variance."""
 
     K: int = 800                         # episodes, second-order comparison (paper: any K)
-    K_horizon: int = 400                 # episodes, horizon comparison
     K_baselines: int = 400               # episodes, baselines
-    horizons: tuple = (8, 32)            # H values of the horizon-free comparison
+    horizons: tuple = (8, 32)            # H values of the horizon-free comparison (river lock)
+    K_river: int = 150                   # episodes per run of the horizon comparison
+    river_gap: float = 0.05              # margin between swimming and the safe option (both signs run)
+    river_p_grid: tuple = tuple(round(0.05 * i, 2) for i in range(1, 20))  # model class: swim p
+    river_back_grid: tuple = (0.0, 0.1, 0.2, 0.3)                          # model class: back
+    ucb_scales: tuple = (0.1, 0.2, 0.35, 0.7, 1.4)    # UCBVI-CH bonus constants: 1/7 to 2x the Hoeffding width 0.7
+    beta_scales: tuple = (0.125, 0.25, 0.5, 1.0, 2.0) # O-MBRL beta multipliers: the same relative range
+    n_tune: int = 4                      # tuning seeds per knob (separate from the evaluation seeds)
+    n_river: int = 12                    # evaluation seeds per learner and H
     H: int = 8                           # horizon of the second-order and baseline runs
     n_seeds: int = 10
     n_q: int = 21
@@ -62,18 +69,25 @@ class OfflineConfig:
     slip_grid: tuple = (0.0, 0.1, 0.2, 0.3)
     delta: float = 0.1
     fit_from: int = 100                  # fit log-log slopes on K >= fit_from
+    n_family: int = 16                   # instances of the worst-case family (gaps on a log grid)
+    gap_min: float = 1e-3                # smallest gap q - rho of the family
+    n_family_seeds: int = 20             # data sets per (K, instance) for the realised gap
+    tiny_K_grid: tuple = (5, 20, 80, 320)  # data sizes of the brute-force restriction check
+    tiny_seeds: int = 10
     seed: int = 0
 
 
 _VS = {"smoke": {}, "book": {"n_seeds": 1000}, "paper": {"n_seeds": 5000, "n_q": 41}}
 _ON = {"smoke": {},
-       "book": {"K": 1500, "K_horizon": 800, "K_baselines": 600, "horizons": (8, 32, 64),
-                "n_seeds": 20},
-       "paper": {"K": 5000, "K_horizon": 3000, "K_baselines": 2000, "horizons": (8, 16, 32, 64, 128),
-                 "n_seeds": 100}}
+       "book": {"K": 1500, "K_baselines": 600, "horizons": (8, 16, 32, 64),
+                "n_seeds": 20, "K_river": 300, "n_tune": 8, "n_river": 24},
+       "paper": {"K": 5000, "K_baselines": 2000, "horizons": (8, 16, 32, 64, 128),
+                 "n_seeds": 100, "K_river": 2000, "n_tune": 20, "n_river": 100}}
 _OFF = {"smoke": {},
-        "book": {"K_grid": (30, 100, 300, 1000, 3000, 10000), "n_seeds": 60},
-        "paper": {"K_grid": (30, 100, 300, 1000, 3000, 10000, 30000), "n_seeds": 200}}
+        "book": {"K_grid": (30, 100, 300, 1000, 3000, 10000), "n_seeds": 60, "fit_from": 300,
+                 "n_family": 24, "n_family_seeds": 60, "tiny_seeds": 50},
+        "paper": {"K_grid": (30, 100, 300, 1000, 3000, 10000, 30000), "n_seeds": 200, "fit_from": 300,
+                  "n_family": 40, "n_family_seeds": 200, "tiny_seeds": 200, "gap_min": 3e-4}}
 
 
 def version_space_config(profile: str | None = None, **overrides) -> VersionSpaceConfig:

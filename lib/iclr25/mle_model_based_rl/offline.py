@@ -27,7 +27,8 @@ from .mdp import as_probs, evaluate, occupancy, rollout
 from .models import FiniteModelClass, counts_from
 
 __all__ = ["OfflineResult", "PolicyTable", "collect", "cppo_lr", "plug_in", "coverage",
-           "pessimistic_value", "offline_sweep"]
+           "pessimistic_value", "offline_sweep", "worst_case_gap_sweep", "all_deterministic_policies",
+           "restriction_check"]
 
 
 def collect(P: np.ndarray, behaviour, H: int, s0: int, K: int, rng) -> np.ndarray:
@@ -94,7 +95,10 @@ def cppo_lr(cls: FiniteModelClass, counts, beta: float, *, table: PolicyTable | 
     ``min_{P in P_hat} V^pi_P(s0)``. Introduced in notebook ``04-mle-model-based-rl/03-offline-pessimism``.
     """
     table = _table(cls, table)
-    vs = cls.version_space(counts, beta)
+    return _cppo_from_vs(table, cls.version_space(counts, beta), include_extra)
+
+
+def _cppo_from_vs(table: PolicyTable, vs: np.ndarray, include_extra: bool = True) -> OfflineResult:
     rows = np.unique(table.of_model[vs])
     if include_extra:
         rows = np.concatenate([rows, np.arange(table.n_optimal, len(table.policies))])
@@ -174,3 +178,109 @@ def offline_sweep(cls: FiniteModelClass, true_index: int, behaviour, K_grid, n_s
             "gap_plugin": v_star - float(table.values[plug.row, true_index]),
         })
     return pd.DataFrame(rows)
+
+
+def worst_case_gap_sweep(make_class, true_params: dict, gaps, behaviour, K_grid, n_seeds: int,
+                         delta: float, *, seed: int = 0, show_progress: bool = True):
+    """The realised gap of CPPO-LR on a *family* of instances, each averaged over many data sets.
+
+    ``make_class(g)`` builds the model class of the instance with gap parameter ``g`` (every
+    instance must share the same transition models, so that one data set serves the whole family;
+    only the known reward differs). For each ``K`` and data set the version space is computed once,
+    then CPPO-LR (restricted policy set, :func:`cppo_lr`) is run in every instance. Returns a
+    ``pandas.DataFrame`` with one row per (K, seed, g): ``gap`` = ``V* - V^{pi_hat}`` in the true model
+    of that instance (the realised sub-optimality, not a bound) and ``covered``.
+
+    Averaging ``gap`` over data sets and taking the largest mean over the family gives the
+    instance-worst-case realised gap that Theorem 2 bounds (its rate holds for every instance, so
+    its tightness shows on the worst one); the family is fixed in advance and does not depend on K.
+    Introduced in notebook ``04-mle-model-based-rl/03-offline-pessimism``.
+    """
+    import pandas as pd
+
+    from ..progress import progress
+
+    gaps = [float(g) for g in gaps]
+    if not gaps:
+        raise ValueError("gaps must name at least one instance of the family")
+    fam = []
+    for g in gaps:
+        cls = make_class(g)
+        true = cls.index(**true_params)
+        table = PolicyTable(cls, extra=[behaviour])
+        fam.append((g, cls, true, table, float(cls.optimal()[0][true, 0, cls.s0])))
+    ref = fam[0][1]
+    for _, cls, true, _, _ in fam[1:]:
+        if cls.P.shape != ref.P.shape or not np.array_equal(cls.P, ref.P) or true != fam[0][2]:
+            raise ValueError("every instance of the family must share the same transition models "
+                             "and true model (only the reward may differ)")
+    beta = ref.beta(delta)
+    true = fam[0][2]
+    rng = np.random.default_rng(seed)
+    rows = []
+    jobs = [(K, s) for K in K_grid for s in range(n_seeds)]
+    for K, s in (progress(jobs, desc="offline data sets") if show_progress else jobs):
+        counts = collect(ref.P[true], behaviour, ref.H, ref.s0, int(K), rng)
+        vs = ref.version_space(counts, beta)
+        for g, cls, _, table, v_star in fam:
+            res = _cppo_from_vs(table, vs)
+            rows.append({"K": int(K), "seed": s, "g": g, "covered": bool(vs[true]),
+                         "gap": v_star - float(table.values[res.row, true])})
+    return pd.DataFrame(rows)
+
+
+def all_deterministic_policies(H: int, S: int, A: int) -> np.ndarray:
+    """Every deterministic Markov policy ``[A^(H S), H, S]`` (tiny MDPs only: at most 2^20).
+
+    Introduced in notebook ``04-mle-model-based-rl/03-offline-pessimism``.
+    """
+    n = H * S
+    if A ** n > 2 ** 20:
+        raise ValueError(f"{A}^({H}*{S}) = {A ** n} policies is too many to enumerate (limit 2^20); "
+                         "use a smaller H or S")
+    idx = np.arange(A ** n)
+    digits = (idx[:, None] // A ** np.arange(n)[None]) % A
+    return digits.reshape(-1, H, S).astype(np.int64)
+
+
+def restriction_check(cls: FiniteModelClass, true_index: int, behaviour, K_grid, n_seeds: int,
+                      beta: float, *, seed: int = 0):
+    """How much CPPO-LR's restricted policy set loses against *all* deterministic Markov policies.
+
+    On a tiny class, every deterministic Markov policy is evaluated in every model (brute force);
+    for each data set the max-min over all of them is compared with the max-min over the restricted
+    set of :func:`cppo_lr`. Returns a ``pandas.DataFrame`` per (K, seed): ``maxmin_all``,
+    ``maxmin_restricted`` (the pessimistic values), ``true_all`` and ``true_restricted`` (the true
+    values of the two returned policies; ties in the all-policy max-min are broken towards the
+    policy with the largest value in the MLE model) and ``vs_size``.
+    Introduced in notebook ``04-mle-model-based-rl/03-offline-pessimism``.
+    """
+    import pandas as pd
+
+    pols = all_deterministic_policies(cls.H, cls.S, cls.A)
+    rows_idx = np.arange(cls.S)
+    vals = np.zeros((len(pols), cls.M))
+    for m in range(cls.M):
+        V = np.zeros((len(pols), cls.S))
+        for h in range(cls.H - 1, -1, -1):
+            a = pols[:, h]
+            V = cls.r[rows_idx, a] + np.einsum("ust,ut->us", cls.P[m][rows_idx, a], V)
+        vals[:, m] = V[:, cls.s0]
+    table = PolicyTable(cls, extra=[behaviour])
+    rng = np.random.default_rng(seed)
+    out = []
+    for K in K_grid:
+        for s in range(n_seeds):
+            counts = collect(cls.P[true_index], behaviour, cls.H, cls.s0, int(K), rng)
+            vs = cls.version_space(counts, beta)
+            worst = vals[:, vs].min(1)
+            best = worst.max()
+            ties = np.flatnonzero(worst >= best - 1e-12)
+            mle = int(cls.mle(counts))
+            pick = ties[np.argmax(vals[ties, mle])]
+            res = _cppo_from_vs(table, vs)
+            out.append({"K": int(K), "seed": s, "vs_size": int(vs.sum()),
+                        "maxmin_all": float(best), "maxmin_restricted": res.estimate,
+                        "true_all": float(vals[pick, true_index]),
+                        "true_restricted": float(table.values[res.row, true_index])})
+    return pd.DataFrame(out)
