@@ -49,13 +49,14 @@ class VariantsConfig:
     n_layers: int          # paper: 12
     n_heads: int           # paper: 12
     seq_len: int           # paper: 1024
-    batch_size: int        # paper: 12 x 40 accumulation
+    batch_size: int        # paper: 480 (12 x 40 accumulation); our paper profile 64, no accumulation
     n_steps: int           # paper: 50000 (analysed checkpoint)
     lr: float              # paper: 6e-4
     warmup: int            # paper: 2000
     variants: tuple        # which attention variants to train
     n_eval: int            # held-out windows for statistics and perplexity
     max_docs: int | None = None   # corpus documents (None: all 10,033)
+    n_seeds: int = 1       # training seeds per variant (seed, seed + 1, ...)
     seed: int = 0
 
     @property
@@ -79,16 +80,19 @@ RUNS = {
     "variants": {
         "smoke": dict(tokenizer="byte", d_model=32, n_layers=2, n_heads=2, seq_len=32,
                       batch_size=8, n_steps=30, lr=3e-3, warmup=5, variants=_ALL, n_eval=8,
-                      max_docs=400),
-        "book": dict(tokenizer="byte", d_model=64, n_layers=3, n_heads=4, seq_len=64,
-                     batch_size=16, n_steps=300, lr=2e-3, warmup=20, variants=_ALL, n_eval=32),
+                      max_docs=400, n_seeds=1),
+        "book": dict(tokenizer="byte", d_model=48, n_layers=3, n_heads=4, seq_len=64,
+                     batch_size=16, n_steps=200, lr=3e-3, warmup=20, variants=_ALL, n_eval=32,
+                     max_docs=3000, n_seeds=1),
         "paper": dict(tokenizer="smollm2", d_model=768, n_layers=12, n_heads=12, seq_len=1024,
-                      batch_size=480, n_steps=50000, lr=6e-4, warmup=2000, variants=_ALL,
-                      n_eval=64),
+                      batch_size=64, n_steps=50000, lr=6e-4, warmup=2000, variants=_ALL,
+                      n_eval=64, max_docs=None, n_seeds=3),
     },
 }
 RUNS["compression"] = {p: dict(v, variants=("default", "ca_scale"))
                        for p, v in RUNS["variants"].items()}
+RUNS["compression"]["smoke"].update(n_seeds=1)
+RUNS["compression"]["book"].update(n_steps=300, n_seeds=2)
 
 
 def census(profile: str | None = None, **overrides) -> CensusConfig:
