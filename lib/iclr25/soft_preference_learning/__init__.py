@@ -14,7 +14,7 @@ piles onto the majority as beta falls; SPL with ``alpha = 1, beta -> 0`` gives `
 Public API
 ----------
 - losses: :func:`spl_loss`, :func:`dpo_loss`, :func:`dpo_loss_reference`, :func:`spl_margin`;
-- the exact bandit: :func:`closed_form_policy`, :func:`sample_comparisons`, :func:`fit_policy`,
+- the exact bandit: :func:`closed_form_policy`, :func:`sample_comparisons`, :func:`fit_policy`, :func:`fit_policies`,
   :func:`tv_distance`, :func:`entropy`, :func:`temperature_scale`;
 - language models (imported on demand, they need ``transformers``): :mod:`.lm` --
   ``PreferenceData``, ``make_preference_data``, ``reference_logprobs``, ``train_preference``,
@@ -25,14 +25,15 @@ Public API
 - configs per profile: :mod:`.configs`.
 """
 
-from .bandit import (Comparisons, closed_form_policy, entropy, fit_policy, sample_comparisons,
+from .bandit import (Comparisons, closed_form_policy, entropy, fit_policies, fit_policy,
+                     sample_comparisons,
                      temperature_scale, tv_distance)
 from .losses import check_coefficients, dpo_loss, dpo_loss_reference, spl_loss, spl_margin
 from .metrics import attribute_entropy, distinct_n, ece, embedding_spread, pass_at_n, words
 
 __all__ = [
     "spl_loss", "dpo_loss", "dpo_loss_reference", "spl_margin", "check_coefficients",
-    "closed_form_policy", "sample_comparisons", "Comparisons", "fit_policy", "tv_distance",
+    "closed_form_policy", "sample_comparisons", "Comparisons", "fit_policy", "fit_policies", "tv_distance",
     "entropy", "temperature_scale",
     "distinct_n", "attribute_entropy", "embedding_spread", "ece", "pass_at_n", "words",
 ]

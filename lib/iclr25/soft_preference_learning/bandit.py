@@ -123,16 +123,30 @@ def fit_policy(comparisons: Comparisons, pi_ref, alpha: float, beta: float, *,
     count-weighted mean of :func:`spl_loss` over the observed pairs, minimised by L-BFGS in
     float64 from ``z = log pi_ref``. Returns the learned ``pi``.
     """
-    check_coefficients(alpha, beta)
     pi_ref = _as_prob(pi_ref, "pi_ref")
     if comparisons.wins.shape != (len(pi_ref), len(pi_ref)):
         raise ValueError(f"comparisons are over {comparisons.wins.shape[0]} responses, pi_ref over "
                          f"{len(pi_ref)}")
-    w, l, c = comparisons.pairs()
-    if len(w) == 0:
+    if comparisons.n == 0:
         raise ValueError("no comparisons to learn from")
-    w_t, l_t = torch.as_tensor(w), torch.as_tensor(l)
-    cnt = torch.as_tensor(c, dtype=torch.float64)
+    return fit_policies(comparisons.wins[None], pi_ref[None], alpha, beta, max_iter=max_iter,
+                        tol=tol)[0]
+
+
+def fit_policies(wins, pi_ref, alpha: float, beta: float, *, max_iter: int = 500,
+                 tol: float = 1e-12) -> np.ndarray:
+    """:func:`fit_policy` for ``M`` independent bandits at once (chapter 17): ``wins`` is
+    ``(M, K, K)`` counts, ``pi_ref`` ``(M, K)``; returns the ``(M, K)`` learned policies. The
+    bandits share nothing, so the summed loss separates and one L-BFGS run fits them all."""
+    check_coefficients(alpha, beta)
+    wins = np.asarray(wins, dtype=np.float64)
+    pi_ref = np.asarray(pi_ref, dtype=np.float64)
+    if wins.ndim != 3 or wins.shape[1] != wins.shape[2] or pi_ref.shape != wins.shape[:2]:
+        raise ValueError(f"wins must be (M, K, K) and pi_ref (M, K), got {wins.shape}, {pi_ref.shape}")
+    m, w, l = np.nonzero(wins)
+    cnt = torch.as_tensor(wins[m, w, l])
+    totals = torch.as_tensor(wins.sum((1, 2)))[m].clamp(min=1)
+    m_t, w_t, l_t = (torch.as_tensor(a) for a in (m, w, l))
     ref = torch.as_tensor(np.log(np.clip(pi_ref, 1e-300, None)), dtype=torch.float64)
     z = ref.clone().requires_grad_(True)
     opt = torch.optim.LBFGS([z], lr=1.0, max_iter=max_iter, tolerance_grad=tol,
@@ -140,8 +154,10 @@ def fit_policy(comparisons: Comparisons, pi_ref, alpha: float, beta: float, *,
 
     def closure():
         opt.zero_grad()
-        logpi = torch.log_softmax(z, 0)
-        loss = spl_loss(logpi[w_t], logpi[l_t], ref[w_t], ref[l_t], alpha, beta, weight=cnt)
+        logpi = torch.log_softmax(z, -1)
+        per = spl_loss(logpi[m_t, w_t], logpi[m_t, l_t], ref[m_t, w_t], ref[m_t, l_t], alpha,
+                       beta, reduction="none")
+        loss = (per * cnt / totals).sum()    # the sum of each bandit's count-weighted mean loss
         loss.backward()
         return loss
 
@@ -149,4 +165,4 @@ def fit_policy(comparisons: Comparisons, pi_ref, alpha: float, beta: float, *,
         opt.step(closure)
         if z.grad is not None and float(z.grad.abs().max()) < 1e-9:
             break
-    return torch.softmax(z.detach(), 0).numpy()
+    return torch.softmax(z.detach(), -1).numpy()

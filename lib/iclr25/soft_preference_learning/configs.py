@@ -39,7 +39,7 @@ class LMBanditConfig:
     beta: float             # the paper: 0.1
     alphas: tuple           # SPL alphas (alpha = beta is DPO, added automatically)
     n_steps: int
-    batch_size: int         # pairs per step
+    batch_size: int         # pairs per step (0: every pair each step)
     lr: float
     lora_r: int
     lora_layers: int        # LoRA on the top lora_layers decoder layers
@@ -56,7 +56,7 @@ class DiversityConfig:
     n_samples: int          # evaluation samples per method (the paper: 100 stories)
     max_new_tokens: int
     beta: float             # the paper: 0.1
-    spl_alpha: float
+    spl_alpha: float        # SPL alpha of the language-model runs
     temperatures: tuple     # token-level temperatures of the DPO model
     n_steps: int
     batch_size: int
@@ -66,11 +66,11 @@ class DiversityConfig:
     n_questions: int        # synthetic multiple-choice questions (calibration)
     n_choices: int
     n_mc_comparisons: int   # comparisons per question
+    mc_alpha: float         # SPL alpha of the calibration bandits
     n_add_train: int        # addition problems for the preference pairs
-    n_add_samples: int      # samples per training problem
     n_add_test: int         # held-out addition problems
-    n_pass: int             # samples per test problem for pass@N
     add_steps: int
+    pass_ns: tuple          # N of pass@N
     seed: int = 0
 
 
@@ -89,33 +89,32 @@ _BANDIT = {
 }
 
 _LM = {
-    "smoke": dict(n_answers=8, n_pairs=2000, beta=0.1, alphas=(0.5, 1.0), n_steps=25,
-                  batch_size=256, lr=3e-3, lora_r=8, lora_layers=2,
+    "smoke": dict(n_answers=8, n_pairs=2000, beta=0.1, alphas=(0.5, 1.0), n_steps=10,
+                  batch_size=0, lr=5e-3, lora_r=8, lora_layers=2,
                   temperatures=(1.0, 2.0, 5.0, 10.0)),
-    "book": dict(n_answers=8, n_pairs=5000, beta=0.1, alphas=(0.5, 1.0), n_steps=150,
-                 batch_size=512, lr=2e-3, lora_r=8, lora_layers=4,
+    "book": dict(n_answers=8, n_pairs=5000, beta=0.1, alphas=(0.5, 1.0), n_steps=60,
+                 batch_size=0, lr=3e-3, lora_r=8, lora_layers=2,
                  temperatures=(1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0)),
-    "paper": dict(n_answers=8, n_pairs=20000, beta=0.1, alphas=(0.5, 1.0), n_steps=1000,
-                  batch_size=1024, lr=1e-3, lora_r=16, lora_layers=8,
+    "paper": dict(n_answers=8, n_pairs=20000, beta=0.1, alphas=(0.5, 1.0), n_steps=500,
+                  batch_size=0, lr=1e-3, lora_r=16, lora_layers=8,
                   temperatures=(1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0)),
 }
 
 _DIV = {
-    "smoke": dict(n_pref_prompts=4, n_pref_samples=6, n_samples=12, max_new_tokens=16, beta=0.1,
-                  spl_alpha=1.0, temperatures=(1.0, 1.5), n_steps=8, batch_size=8, lr=1e-3,
-                  lora_r=8, lora_layers=2, n_questions=100, n_choices=4,
-                  n_mc_comparisons=200, n_add_train=8, n_add_samples=4, n_add_test=6,
-                  n_pass=6, add_steps=8),
-    "book": dict(n_pref_prompts=8, n_pref_samples=8, n_samples=32, max_new_tokens=24, beta=0.1,
-                 spl_alpha=1.0, temperatures=(1.0, 1.3, 1.6), n_steps=60, batch_size=16,
-                 lr=1e-3, lora_r=8, lora_layers=4, n_questions=400, n_choices=4,
-                 n_mc_comparisons=300, n_add_train=24, n_add_samples=8, n_add_test=20,
-                 n_pass=16, add_steps=60),
-    "paper": dict(n_pref_prompts=64, n_pref_samples=16, n_samples=100, max_new_tokens=48,
-                  beta=0.1, spl_alpha=1.0, temperatures=(1.0, 1.3, 1.6, 2.0), n_steps=2000,
-                  batch_size=32, lr=5e-4, lora_r=16, lora_layers=8, n_questions=2000,
-                  n_choices=4, n_mc_comparisons=1000, n_add_train=200, n_add_samples=16,
-                  n_add_test=100, n_pass=64, add_steps=1000),
+    "smoke": dict(n_pref_prompts=2, n_pref_samples=4, n_samples=6, max_new_tokens=10, beta=0.1,
+                  spl_alpha=0.5, temperatures=(1.0, 1.5), n_steps=3, batch_size=2, lr=3e-3,
+                  lora_r=8, lora_layers=2, n_questions=60, n_choices=4, n_mc_comparisons=200,
+                  mc_alpha=1.0, n_add_train=4, n_add_test=6, add_steps=3, pass_ns=(1, 4, 16)),
+    "book": dict(n_pref_prompts=4, n_pref_samples=6, n_samples=24, max_new_tokens=20, beta=0.1,
+                 spl_alpha=0.5, temperatures=(1.0, 1.3, 1.6), n_steps=30, batch_size=4, lr=3e-3,
+                 lora_r=8, lora_layers=2, n_questions=400, n_choices=4, n_mc_comparisons=300,
+                 mc_alpha=1.0, n_add_train=24, n_add_test=24, add_steps=30,
+                 pass_ns=(1, 4, 16, 64)),
+    "paper": dict(n_pref_prompts=8, n_pref_samples=16, n_samples=100, max_new_tokens=48,
+                  beta=0.1, spl_alpha=0.5, temperatures=(1.0, 1.3, 1.6, 2.0), n_steps=500,
+                  batch_size=16, lr=5e-4, lora_r=16, lora_layers=8, n_questions=2000,
+                  n_choices=4, n_mc_comparisons=1000, mc_alpha=1.0, n_add_train=200,
+                  n_add_test=100, add_steps=500, pass_ns=(1, 4, 16, 64, 256)),
 }
 
 
