@@ -1,8 +1,10 @@
 """The chapter's runs at each profile (see :mod:`iclr25.profiles`; chapter 07).
 
-``smoke`` keeps every notebook within seconds (a few tasks, one seed, 2 LM iterations of 32
-tokens), ``book`` runs every task (the LM notebook: 8 tasks x 5 iterations), ``paper`` uses the
-paper's budgets (15 unguided iterations, 5 per subtask) with more seeds.
+``smoke`` keeps every notebook within seconds (a few tasks, one seed; the LM: 2 tasks x 2
+iterations x 32 tokens, one scaffold), ``book`` runs every task for the scripted agents and, for
+SmolLM2, 4 tasks x 3 unguided iterations (1 per subtask) x 48 tokens in both scaffolds (what fits
+5 minutes on a shared 2-core machine), ``paper`` uses the paper's budgets (15 unguided
+iterations, 5 per subtask, 2,000 tokens) on every task.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ class LMConfig:
     max_new_tokens: int    # paper: 2000 output tokens
     memory: int            # iterations kept in the prompt (paper: 3)
     batch_size: int
+    scaffolds: tuple       # structured and/or action_only (Table 3)
     temperature: float = 0.0   # paper: 0.5; greedy here so the book repeats
+    threads: int = 1           # torch threads (1 is fastest on a shared 2-core machine)
     backend: str = "auto"
     seed: int = 0
 
@@ -63,11 +67,11 @@ _GRADED = {"smoke": {"n_tasks": 3, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 1, "ma
            "paper": {"n_tasks": 17, "ps": (0.2, 0.5, 0.8, 1.0), "n_seeds": 20, "max_iters": 15,
                      "subtask_iters": 5}}
 _LM = {"smoke": {"n_tasks": 2, "max_iters": 2, "subtask_iters": 1, "max_new_tokens": 32,
-                 "memory": 3, "batch_size": 8},
-       "book": {"n_tasks": 8, "max_iters": 5, "subtask_iters": 2, "max_new_tokens": 96,
-                "memory": 3, "batch_size": 16},
+                 "memory": 3, "batch_size": 8, "scaffolds": ("action_only",)},
+       "book": {"n_tasks": 4, "max_iters": 3, "subtask_iters": 1, "max_new_tokens": 48,
+                "memory": 3, "batch_size": 8, "scaffolds": ("structured", "action_only")},
        "paper": {"n_tasks": 17, "max_iters": 15, "subtask_iters": 5, "max_new_tokens": 2000,
-                 "memory": 3, "batch_size": 16}}
+                 "memory": 3, "batch_size": 16, "scaffolds": ("structured", "action_only")}}
 
 
 def sandbox(profile: str | None = None, **overrides) -> SandboxConfig:
