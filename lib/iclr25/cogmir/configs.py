@@ -29,8 +29,8 @@ class HerdAuthority:
 
 
 HERD = {
-    "smoke": {"n_known_pool": 36, "n_known": 20, "n_unknown": 20},
-    "book": {"n_known_pool": 94, "n_known": 40, "n_unknown": 40, "letter_pretest": True},
+    "smoke": {"n_known_pool": 28, "n_known": 16, "n_unknown": 12, "n_others": (1, 7, 49)},
+    "book": {"n_known_pool": 60, "n_known": 30, "n_unknown": 30, "letter_pretest": True},
     "paper": {"n_known_pool": 94, "n_known": 50, "n_unknown": 96, "letter_pretest": True},
 }
 
@@ -62,8 +62,8 @@ class StatusCertainty:
 
 
 STATUS = {
-    "smoke": {"n_halo": 10, "n_price": 16, "n_games": 8, "n_rating": 8},
-    "book": {"n_halo": 20, "n_price": 24, "n_games": 12, "n_rating": 12},
+    "smoke": {"n_halo": 6, "n_price": 12, "n_games": 6, "n_rating": 6, "streaks": (0, 1, 3, 10)},
+    "book": {"n_halo": 16, "n_price": 24, "n_games": 12, "n_rating": 12},
     "paper": {"n_halo": 40, "n_price": 24, "n_games": 12, "n_rating": 12},
 }
 

@@ -11,6 +11,12 @@ from iclr25.plotting import paper_figure
 __all__ = ["plot_herd", "plot_vs_control", "plot_chain", "plot_streak", "plot_ratings"]
 
 
+def _err(rate, lo, hi):
+    """Error-bar lengths, clipped at 0 (float rounding at a rate of 0 or 1)."""
+    rate, lo, hi = (np.asarray(x, dtype=float) for x in (rate, lo, hi))
+    return [np.clip(rate - lo, 0, None), np.clip(hi - rate, 0, None)]
+
+
 def plot_herd(rates: pd.DataFrame, control: pd.DataFrame, authority: pd.DataFrame | None = None):
     """Herd rate vs group size N, one panel per knowledge condition, one line per cue
     position, the no-cue control dashed; ``rates``/``control``/``authority`` come from
@@ -21,7 +27,7 @@ def plot_herd(rates: pd.DataFrame, control: pd.DataFrame, authority: pd.DataFram
         for target, colour in ((0, "C0"), (1, "C1")):
             r = rates[(rates.known == known) & (rates.target == target)].sort_values("n_others")
             x = r.n_others.to_numpy()
-            ax.errorbar(x, r.rate, yerr=[r.rate - r.lo, r.hi - r.rate], marker="o", capsize=3,
+            ax.errorbar(x, r.rate, yerr=_err(r.rate, r.lo, r.hi), marker="o", capsize=3,
                         color=colour, label=f"herd, cued option shown {'first' if target == 0 else 'second'}")
             c = control[(control.known == known) & (control.target == target)]
             if len(c):
@@ -30,7 +36,7 @@ def plot_herd(rates: pd.DataFrame, control: pd.DataFrame, authority: pd.DataFram
             if authority is not None:
                 a = authority[(authority.known == known) & (authority.target == target)]
                 if len(a):
-                    ax.errorbar([x.max() * 2.2], a.rate, yerr=[a.rate - a.lo, a.hi - a.rate],
+                    ax.errorbar([x.max() * 2.2], a.rate, yerr=_err(a.rate, a.lo, a.hi),
                                 marker="s", color=colour, capsize=3, ls="none")
         ax.set_xscale("log")
         ticks = sorted(rates.n_others.unique()) + ([int(rates.n_others.max() * 2.2)]
@@ -56,7 +62,7 @@ def plot_vs_control(table: pd.DataFrame, title: str, paper_ref: str, ax=None):
     for off, col, name in ((-0.18, "treatment", "with the cue"), (0.18, "control", "control")):
         lo, hi = table[f"{col}_lo"], table[f"{col}_hi"]
         ax.bar(x + off, table[col], width=0.36, label=name,
-               yerr=[table[col] - lo, hi - table[col]], capsize=3)
+               yerr=_err(table[col], lo, hi), capsize=3)
     ax.set_xticks(x)
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("share choosing the cued option")
@@ -90,7 +96,7 @@ def plot_streak(rates: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for target, colour in ((0, "C0"), (1, "C1")):
         r = rates[rates.target == target].sort_values("streak")
-        ax.errorbar(r.streak, r.rate, yerr=[r.rate - r.lo, r.hi - r.rate], marker="o",
+        ax.errorbar(r.streak, r.rate, yerr=_err(r.rate, r.lo, r.hi), marker="o",
                     capsize=3, color=colour,
                     label=f"due outcome shown {'first' if target == 0 else 'second'}")
     ax.set(xlabel="streak length (0 = no history, the control)",
