@@ -306,6 +306,21 @@ class Sandbox:
         return ["unshare", "--mount", "--net", "--pid", "--fork", "--ipc", "--uts",
                 "--kill-child", "--propagation", "private", "/bin/sh", "-c", "\n".join(setup)]
 
+    def _wrapper(self) -> list[str]:
+        """``[setpriv ... prlimit ... --]`` applying the limits (and, as root with bwrap, the drop
+        to nobody) by exec; empty when those tools are missing (then a preexec_fn does it)."""
+        if self.backend != "bwrap" or not (shutil.which("prlimit") and shutil.which("setpriv")):
+            return []
+        lim = self.limits
+        out = []
+        if _is_root():
+            out += [shutil.which("setpriv"), f"--reuid={self.uid}", f"--regid={self.gid}",
+                    "--clear-groups"]
+        out += [shutil.which("prlimit"), f"--cpu={lim.cpu_s}:{lim.cpu_s + 1}",
+                f"--as={lim.memory_mb << 20}", f"--fsize={lim.file_mb << 20}", "--core=0",
+                f"--nproc={lim.nproc}", "--"]
+        return out
+
     def _preexec(self):
         lim = self.limits
         uid, gid = self.uid, self.gid
@@ -347,11 +362,16 @@ class Sandbox:
         script = self._script(command, "/srv" if svc_host else None)
         args = (self._bwrap_args(script, svc_host) if self.backend == "bwrap"
                 else self._unshare_args(script, svc_host))
+        wrapper = self._wrapper()
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=self._preexec(), cwd=str(self.root))
+            # limits through setpriv/prlimit: without a preexec_fn, Python spawns with vfork,
+            # which is ~4x cheaper than forking a large process (a notebook kernel)
+            proc = subprocess.Popen(wrapper + args, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    start_new_session=True,
+                                    preexec_fn=None if wrapper else self._preexec(),
+                                    cwd=str(self.root))
         except OSError as e:
             raise SandboxError(f"could not start the {self.backend} sandbox: {e}") from e
         out, stopped = bytearray(), ""
