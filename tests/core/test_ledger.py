@@ -218,6 +218,7 @@ def test_pins_below_the_marker_are_inputs_only_of_notebooks_that_name_them(book)
     the text above the marker is an input of every notebook."""
     pkg = book / "lib" / "iclr25"
     (pkg / "chap" / "tool.py").write_text(
+        '"""Plain code, not trl (a docstring that mentions a package does not name it)."""\n'
         'import importlib.util\n\ndef where():\n    return importlib.util.find_spec("sandbox_bin")\n')
     (pkg / "chap" / "__init__.py").write_text("from .model import g\nfrom . import tool\n")
     for ident in ("01-a/01-uses-chap", "01-a/02-core-only"):
