@@ -69,12 +69,12 @@ _ALL = ("default", "vbias", "attn_bias", "cabias", "ca_scale", "sigmoid")
 RUNS = {
     "census": {
         "smoke": dict(n_seq=3, seq_len=48, k=3, tau=1000.0, gemma=False),
-        "book": dict(n_seq=16, seq_len=128, k=3, tau=1000.0, gemma=False),
+        "book": dict(n_seq=12, seq_len=128, k=3, tau=1000.0, gemma=False),
         "paper": dict(n_seq=64, seq_len=512, k=3, tau=1000.0, gemma=True),
     },
     "lifecycle": {
         "smoke": dict(n_seq=2, seq_len=48, n_ppl=3, ppl_len=48, threshold=1000.0),
-        "book": dict(n_seq=12, seq_len=128, n_ppl=16, ppl_len=128, threshold=1000.0),
+        "book": dict(n_seq=8, seq_len=128, n_ppl=10, ppl_len=128, threshold=1000.0),
         "paper": dict(n_seq=64, seq_len=512, n_ppl=128, ppl_len=512, threshold=1000.0),
     },
     "variants": {

@@ -9,12 +9,12 @@ attention).
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import torch
 from torch import nn
 
-from .stats import _check_ids, layer_blocks
+from .stats import _check_ids
 
 __all__ = ["MODES", "outlier_means", "reset_outliers"]
 

@@ -10,7 +10,6 @@ that on a pretrained model with forward hooks and no training, and the sink shar
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Iterable
 

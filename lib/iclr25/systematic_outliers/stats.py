@@ -25,7 +25,6 @@ Sites
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
