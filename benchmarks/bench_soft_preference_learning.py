@@ -110,7 +110,8 @@ def main(argv=None):
                              learning_rate=args.lr, lr_scheduler_type="constant", warmup_steps=0,
                              weight_decay=0.0, max_grad_norm=1.0, logging_steps=1, report_to="none",
                              save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
-                             dataloader_num_workers=0)
+                             dataloader_num_workers=0, bf16=False, fp16=False,
+                             gradient_checkpointing=False)
             trainer = DPOTrainer(model=peft_model, args=dcfg, processing_class=tok,
                                  train_dataset=Dataset.from_dict(
                                      {"prompt": prompts, "chosen": chosen, "rejected": rejected}))
@@ -130,7 +131,8 @@ def main(argv=None):
         settings={"model": "smollm2-135m-instruct", "pairs": args.pairs, "seq_len": args.seq_len,
                   "steps": args.steps, "lora": f"r=8, alpha=16, all linear, top {args.layers} layers",
                   "beta": args.beta, "lr": args.lr, "optimiser": "AdamW, constant lr, clip 1.0",
-                  "threads": torch.get_num_threads(), "ref_logps": "precomputed"},
+                  "threads": torch.get_num_threads(), "ref_logps": "precomputed",
+                  "trl": "float32 (bf16=False), gradient_checkpointing=False"},
         notes="compared: the per-step DPO losses (absolute tolerance 1e-3); work = tokens of the "
               "pairs x steps")
     cmp.add("ours (train_preference, cached lower layers)", ours, work=work,
@@ -140,9 +142,11 @@ def main(argv=None):
             what="precompute_ref_log_probs=True, loss_type sigmoid, peft LoRA with our initial weights")
     cmp.add("ours without the cache", lambda: ours(cache=False), role="variant", work=work,
             what="every step runs all 30 layers")
-    record = cmp.run(distance=lambda a, b: max(abs(x - y) for x, y in zip(a, b))
-                     if len(a) == len(b) else float("inf"))
-    return record
+    def distance(a, b):
+        print(f"losses: {[round(x, 6) for x in a]} vs {[round(x, 6) for x in b]}")
+        return max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) else float("inf")
+
+    return cmp.run(distance=distance)
 
 
 if __name__ == "__main__":
