@@ -91,13 +91,15 @@ def _exec_comparison(quick: bool) -> dict:
     return rec
 
 
-def _batching_comparison(quick: bool, threads: int) -> dict:
+def _batching_comparison(quick: bool, threads: int, k: int | None = None, n: int | None = None,
+                         tokens: int | None = None) -> dict:
     from iclr25.chat import LocalBackend
     from iclr25.lm import load
 
     torch.set_num_threads(threads)
     model, tok = load()
-    k, n, tokens = (2, 1, 16) if quick else (8, 3, 64)
+    k0, n0, t0 = (2, 1, 16) if quick else (8, 3, 64)
+    k, n, tokens = k or k0, n or n0, tokens or t0
     tasks = list(cb.all_tasks()[:k])
     backend = LocalBackend(model, tok, batch_size=k)
 
@@ -113,7 +115,7 @@ def _batching_comparison(quick: bool, threads: int) -> dict:
 
     cmp = bench.Comparison(
         "cybench-agent-batching", "SmolLM2 agent iterations: batched across tasks vs one task at a time",
-        "07-cybench", target=1.5, repeat=1 if quick else 2, warmup=0, unit="task",
+        "07-cybench", target=1.5, repeat=1 if (quick or k * n > 8) else 2, warmup=0, unit="task",
         settings={"tasks": k, "iterations": n, "max_new_tokens": tokens, "threads": threads,
                   "scaffold": "action_only"})
     cmp.add("ours (batched)", batched, work=k, what="one generate_batch call per iteration")
@@ -131,11 +133,14 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="tiny sizes: check agreement only")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for the LM bench")
     ap.add_argument("--only", choices=["exec", "batching"], default=None)
+    ap.add_argument("--tasks", type=int, default=None, help="batching: tasks (default 8; quick 2)")
+    ap.add_argument("--iters", type=int, default=None, help="batching: iterations (default 3)")
+    ap.add_argument("--tokens", type=int, default=None, help="batching: tokens per response")
     args = ap.parse_args(argv)
     if args.only in (None, "exec"):
         _exec_comparison(args.quick)
     if args.only in (None, "batching"):
-        _batching_comparison(args.quick, args.threads)
+        _batching_comparison(args.quick, args.threads, args.tasks, args.iters, args.tokens)
 
 
 if __name__ == "__main__":
