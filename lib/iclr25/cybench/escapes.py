@@ -16,10 +16,30 @@ import pandas as pd
 
 from .sandbox import ExecResult, Limits, Sandbox
 
-__all__ = ["ESCAPE_LIMITS", "Attempt", "attempts", "run_escapes"]
+__all__ = ["ESCAPE_LIMITS", "Attempt", "attempts", "run_escapes", "wait_reaped"]
+
+
+def wait_reaped(uid: int, timeout: float = 10.0) -> int:
+    """Wait until no process of ``uid`` is left (a fork bomb's children die with their PID
+    namespace, but count against ``RLIMIT_NPROC`` until the kernel reaps them); returns how many
+    remain. Only meaningful for the sandbox user (nobody when running as root)."""
+    if uid == os.getuid():
+        return 0
+    deadline = time.perf_counter() + timeout
+    while True:
+        n = 0
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    n += os.stat(f"/proc/{d}").st_uid == uid
+                except OSError:
+                    pass
+        if n == 0 or time.perf_counter() > deadline:
+            return n
+        time.sleep(0.05)
 
 #: tight limits so the battery runs in seconds
-ESCAPE_LIMITS = Limits(cpu_s=1, memory_mb=512, nproc=48, file_mb=2, output_bytes=4096,
+ESCAPE_LIMITS = Limits(cpu_s=1, memory_mb=512, nproc=128, file_mb=2, output_bytes=4096,
                        wall_s=6, disk_mb=8)
 
 
@@ -89,6 +109,7 @@ def run_escapes(backend: str = "auto", limits: Limits | None = None,
             t0 = time.perf_counter()
             r = sb.exec(a.command)
             s = time.perf_counter() - t0
+            wait_reaped(sb.uid)
             rows.append({"attempt": a.name, "stopped": bool(a.stopped(r, s)), "by": a.by,
                          "seconds": round(s, 2), "exit": r.returncode,
                          "output (tail)": r.observation.strip()[-70:].replace("\n", " | ")})

@@ -60,7 +60,9 @@ class Limits:
     """Resource limits for one command (chapter 07).
 
     cpu_s: CPU seconds (``RLIMIT_CPU``); memory_mb: address space (``RLIMIT_AS``); nproc: processes
-    and threads of the sandbox user (``RLIMIT_NPROC``); file_mb: largest file a command may write
+    and threads of the sandbox user (``RLIMIT_NPROC``; counted per host user across all
+    running sandboxes, and a finished command's processes count until the kernel reaps them, so
+    it stays well above one command's needs); file_mb: largest file a command may write
     (``RLIMIT_FSIZE``); output_bytes: output kept, the command is killed beyond it; wall_s: wall
     clock, the command's whole process tree is killed beyond it; disk_mb: size of the working
     directory (a tmpfs quota as root, else checked after each command).
@@ -68,7 +70,7 @@ class Limits:
 
     cpu_s: int = 5
     memory_mb: int = 1024
-    nproc: int = 64
+    nproc: int = 256
     file_mb: int = 8
     output_bytes: int = 16_384
     wall_s: float = 15.0
