@@ -358,3 +358,111 @@ def test_evolution_is_a_parameter_with_the_chapters_drift_as_default():
         eg.from_weights(X, W0, lambda W, s: sp.csr_matrix(np.triu(np.ones((4, 4)), 1)))
     with pytest.raises(TypeError, match=r"a function \(W0, seed\) -> W1"):
         eg.from_weights(X, W0, "drift")
+
+
+# --- baselines that see the change (issue 38) ---------------------------------------------------
+
+def _trained_small(seed=8, L=2):
+    g = small_graph(seed)
+    m = eg.train_gcn(g, "node", hidden=5, n_layers=L, n_steps=30, lr=0.05, seed=0, desc="t")
+    return g, m
+
+
+def test_ig_riemann_error_shrinks_with_steps_while_ours_is_exact():
+    g, m = _trained_small()
+    a = eg.explain_change(m, g, eg.Target("node", 2))
+    steps = (1, 2, 4, 8, 16, 32, 64)
+    errs = [np.abs(eg.integrated_gradients(m, g, a, n, rule="left").sum(0) - a.delta).max() for n in steps]
+    assert all(e1 < e0 for e0, e1 in zip(errs, errs[1:])), errs          # shrinks at every doubling
+    assert errs[-1] < errs[0] / 16                                        # about O(1/n) for the left rule
+    assert errs[-1] > 1e-8                                                # ...but never exact
+    assert max(a.completeness_error().values()) < 1e-12                  # ours: exact at any size
+    assert np.allclose(eg.change_attribution(m, g, a, "ig", ig_steps=8), eg.integrated_gradients(m, g, a, 8))
+
+
+def test_deeplift_closed_form_and_exact_for_one_layer():
+    g, m = _trained_small()
+    k = 2
+    a = eg.explain_change(m, g, eg.Target("node", k))
+    Ws = m.numpy_weights()
+    (H0,), _ = eg.forward_numpy(Ws, g.X, g.A0)
+    (H1,), _ = eg.forward_numpy(Ws, g.X, g.A1)
+    dZ = np.maximum(H1, 0) - np.maximum(H0, 0)
+    dA = (g.A1 - g.A0).toarray()
+    # rescale rule through the ReLU, products differentiated at the input (A1, Z1):
+    # sum = dA Z1 W + A1 dZ W = true change + dA dZ W (the cross term it double-counts)
+    expect = (dA @ np.maximum(H1, 0) @ Ws[1] + g.A1.toarray() @ dZ @ Ws[1])[k]
+    dl = eg.change_attribution(m, g, a, "deeplift")
+    assert np.allclose(dl.sum(0), expect, atol=1e-12)
+    assert np.allclose(dl.sum(0) - a.delta, (dA @ dZ @ Ws[1])[k], atol=1e-12)
+    m1 = eg.WeightedGCN(4, 5, 3, 1, "node", seed=1)    # linear in A: every baseline equals ours
+    a1 = eg.explain_change(m1, g, eg.Target("node", k))
+    for name in eg.CHANGE_BASELINES:
+        assert np.allclose(eg.change_attribution(m1, g, a1, name, ig_steps=3), a1.phi_layer, atol=1e-12), name
+
+
+def test_gnn_lrp_equals_brute_force_walk_relevances():
+    g, m = _trained_small(5)
+    k, L = 3, 2
+    a = eg.explain_change(m, g, eg.Target("node", k))
+    W0, W1 = m.numpy_weights()
+    n = g.n_nodes
+
+    def walk_scores(A):
+        A = A.toarray()
+        H = A @ g.X @ W0
+        gate = (H > 0).astype(float)
+        U = g.X @ W0
+        S = np.zeros((L, n, n, W1.shape[1]))   # S[l, src, dst]
+        for i, j in itertools.product(range(n), range(n)):
+            if A[j, i] == 0 or A[k, j] == 0:
+                continue
+            R = A[k, j] * A[j, i] * ((U[i] * gate[j]) @ W1)    # LRP-0 relevance of walk i -> j -> k
+            S[0, i, j] += R / L
+            S[1, j, k] += R / L
+        return S
+
+    D = walk_scores(g.A1) - walk_scores(g.A0)
+    full = eg.change_attribution(m, g, a, "gnn_lrp", full=True)
+    ei = a.ei
+    for l in range(L):
+        assert np.allclose(full[l], D[l, ei.src, ei.dst], atol=1e-12)
+    assert np.allclose(full.sum((0, 1)), a.delta, atol=1e-12)       # complete over all layer edges
+
+
+def test_grad_matches_finite_differences():
+    g, m = _trained_small(4)
+    a = eg.explain_change(m, g, eg.Target("node", 1))
+    ei = a.ei
+    G = eg.layer_edge_gradients(m, g, a, ei.w1)
+    rng = np.random.default_rng(0)
+    for e in rng.choice(ei.n_edges, 4, replace=False):
+        for l in range(2):
+            ws = []
+            for sgn in (1, -1):
+                w = [ei.w1.copy(), ei.w1.copy()]
+                w[l][e] += sgn * 1e-6
+                adjs = [ei.adjacency(x) for x in w]
+                with torch.no_grad():
+                    ws.append(m(g.X, adjs, a.target).numpy())
+            assert np.allclose((ws[0] - ws[1]) / 2e-6, G[l, e], atol=1e-6)
+    grad = eg.change_attribution(m, g, a, "grad")
+    assert np.allclose(grad, (G * (ei.w1 - ei.w0)[None, :, None])[a.layer_edges[:, 0], a.layer_eids])
+    with pytest.raises(ValueError, match="valid: deeplift, gnn_lrp, grad, ig"):
+        eg.change_attribution(m, g, a, "lime")
+    with pytest.raises(ValueError, match="edge weights"):
+        eg.layer_edge_gradients(m, g, a, [ei.w1[:3], ei.w1[:3]])
+
+
+def test_real_evolving_graphs():
+    g = eg.real_evolving_graph("karate_split")
+    assert len(g.meta["removed"]) == 11 and g.n_nodes == 34
+    W1 = g.W1.tocoo()
+    assert not np.any(g.y[W1.row] != g.y[W1.col])                    # no tie across the two clubs
+    assert np.isclose(g.W0.sum() - g.W1.sum(), 2 * sum(
+        nx_w for nx_w in [eg.graphs.nx.karate_club_graph().edges[u, v]["weight"] for u, v in g.meta["removed"]]))
+    w = eg.real_evolving_graph("les_miserables_window")
+    n_e = eg.graphs.nx.les_miserables_graph().number_of_edges()
+    assert len(w.meta["removed"]) == len(w.meta["added"]) == n_e - round(0.75 * n_e)
+    with pytest.raises(ValueError, match="valid: karate_split"):
+        eg.real_evolving_graph("cora_time")

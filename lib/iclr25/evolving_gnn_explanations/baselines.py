@@ -1,6 +1,23 @@
-"""What a user would reach for instead: Integrated Gradients over edge weights, ranking by |Phi|,
-random choices, and torch_geometric's GNNExplainer / GraphMaskExplainer on the new graph.
-Notebooks 01 and 02 of ``16-evolving-gnn-explanations``.
+"""What a user would reach for instead. Notebooks 01-03 of ``16-evolving-gnn-explanations``.
+
+*Baselines that see the change* (the ones the authors' evolving-graph papers compare with), each an
+``(M, C)`` attribution of the change ``Y(A1) - Y(A0)`` to the changed layer edges of an
+:class:`~.flows.Attribution`, so that each can be fed to the same KL selection as ours:
+
+- ``"grad"``: the gradient of the target logits with respect to each layer edge's weight on the new
+  graph, times the weight change (the first-order Taylor term of the change at ``A1``);
+- ``"deeplift"``: DeepLIFT's rescale rule with the old graph as reference: back-propagation on
+  ``A1`` with every ReLU's derivative replaced by ``(ReLU(H1) - ReLU(H0)) / (H1 - H0)``, times the
+  weight change (products of two changing factors are differentiated at the input, as Captum does);
+- ``"gnn_lrp"``: GNN-LRP walk relevances (the LRP-0 rule, which for a bias-free ReLU GCN is
+  gradient x input) on ``G1`` minus those on ``G0``, each walk's relevance split equally over its
+  ``L`` layer edges; summed over *all* layer edges this is complete, but part of it lands on
+  unchanged edges (their walks' ReLU gates moved);
+- ``"ig"``: Integrated Gradients along the straight line ``A0 -> A1`` (complete only up to the
+  quadrature error, which shrinks with the number of steps).
+
+*Static* baselines: ranking by |Phi|, random choices, and torch_geometric's GNNExplainer /
+GraphMaskExplainer on the new graph (they explain one snapshot and cannot see deleted edges).
 """
 
 from __future__ import annotations
@@ -12,17 +29,94 @@ from .flows import Attribution
 from .graphs import EvolvingGraph
 from .model import WeightedGCN
 
-__all__ = ["integrated_gradients", "top_abs", "random_choice", "pyg_edge_scores", "rank_input_edges",
+__all__ = ["integrated_gradients", "layer_edge_gradients", "change_attribution", "CHANGE_BASELINES", "CHANGE_LABELS", "top_abs", "random_choice", "pyg_edge_scores", "rank_input_edges",
            "PYG_EXPLAINERS", "fidelity_curves"]
 
 PYG_EXPLAINERS = ("gnnexplainer", "graphmask")
+CHANGE_BASELINES = ("deeplift", "gnn_lrp", "grad", "ig")
+CHANGE_LABELS = {"deeplift": "DeepLIFT", "gnn_lrp": "GNN-LRP", "grad": "Grad", "ig": "IG"}
+
+
+def _target_forward(model: WeightedGCN, X: torch.Tensor, adjs, target, relu_mult=None) -> torch.Tensor:
+    """The model's target logits on per-layer adjacencies; ``relu_mult`` (one (N, H) array per hidden
+    layer) replaces each ReLU's derivative in the backward pass (DeepLIFT's rescale rule)."""
+    h = X
+    for l, (A, W) in enumerate(zip(adjs, model.weights)):
+        if l > 0:
+            z = torch.relu(h)
+            if relu_mult is not None:
+                m = torch.from_numpy(relu_mult[l - 1])
+                z = z.detach() + (h - h.detach()) * m   # value ReLU(h), derivative m
+            h = z
+        h = torch.sparse.mm(A, h @ W.detach())
+    return model.readout(h, target)
+
+
+def layer_edge_gradients(model: WeightedGCN, graph: EvolvingGraph, att: Attribution, weights,
+                         relu_mult=None) -> np.ndarray:
+    """``d y_target[c] / d w^l_e`` (L, E, C) for every layer ``l`` and every edge ``e`` of ``att.ei``,
+    at the per-layer edge weights ``weights`` (one (E,) array per layer, or one for all layers)."""
+    ei = att.ei
+    L = model.n_layers
+    weights = [weights] * L if np.ndim(weights[0]) == 0 else list(weights)
+    if len(weights) != L or any(len(w) != ei.n_edges for w in weights):
+        raise ValueError(f"weights must be {L} arrays of {ei.n_edges} edge weights")
+    idx = torch.from_numpy(np.vstack([ei.dst, ei.src]).astype(np.int64))
+    ws = [torch.tensor(np.asarray(w, dtype=np.float64), requires_grad=True) for w in weights]
+    adjs = [torch.sparse_coo_tensor(idx, w, (ei.n, ei.n), check_invariants=False) for w in ws]
+    out = _target_forward(model, torch.from_numpy(graph.X), adjs, att.target, relu_mult)
+    C = out.shape[-1]
+    grads = np.zeros((L, ei.n_edges, C))
+    for c in range(C):
+        gs = torch.autograd.grad(out[c], ws, retain_graph=c < C - 1, allow_unused=True)
+        for l, g in enumerate(gs):
+            if g is not None:
+                grads[l, :, c] = g.detach().numpy()
+    return grads
+
+
+def _rows(att: Attribution, full: np.ndarray) -> np.ndarray:
+    """(L, E, C) per-layer-edge values -> the (M, C) rows of ``att.layer_edges``."""
+    return full[att.layer_edges[:, 0], att.layer_eids]
+
+
+def change_attribution(model: WeightedGCN, graph: EvolvingGraph, att: Attribution, method: str,
+                       ig_steps: int = 32, full: bool = False) -> np.ndarray:
+    """A change-aware baseline's attribution of ``att``'s change to its changed layer edges: (M, C)
+    aligned with ``att.layer_edges`` (``full=True``: (L, E, C) over every layer edge, unchanged ones
+    included). ``method`` in ``CHANGE_BASELINES`` (see the module docstring). Chapter 16, notebooks
+    ``01-message-flow-attribution`` to ``03-motif-case-study``."""
+    if method not in CHANGE_BASELINES:
+        raise ValueError(f"unknown change baseline {method!r}; valid: {', '.join(CHANGE_BASELINES)}")
+    ei = att.ei
+    L = model.n_layers
+    dw = (ei.w1 - ei.w0)[None, :, None]
+    if method == "ig":
+        out = integrated_gradients(model, graph, att, ig_steps, full=True)
+    elif method == "grad":
+        out = layer_edge_gradients(model, graph, att, ei.w1) * dw
+    elif method == "deeplift":
+        from .flows import relu_multipliers
+        from .model import forward_numpy
+
+        Ws = model.numpy_weights()
+        Hs0, _ = forward_numpy(Ws, graph.X, graph.A0)
+        Hs1, _ = forward_numpy(Ws, graph.X, graph.A1)
+        mult = [relu_multipliers(h0, h1)[0] for h0, h1 in zip(Hs0, Hs1)]
+        out = layer_edge_gradients(model, graph, att, ei.w1, relu_mult=mult) * dw
+    else:  # gnn_lrp: LRP-0 walk relevance through each layer edge = w * dy/dw; split over L layer edges
+        r1 = layer_edge_gradients(model, graph, att, ei.w1) * ei.w1[None, :, None]
+        r0 = layer_edge_gradients(model, graph, att, ei.w0) * ei.w0[None, :, None]
+        out = (r1 - r0) / L
+    return out if full else _rows(att, out)
 
 
 def integrated_gradients(model: WeightedGCN, graph: EvolvingGraph, att: Attribution, n_steps: int = 32,
-                         rule: str = "midpoint") -> np.ndarray:
+                         rule: str = "midpoint", full: bool = False) -> np.ndarray:
     """Integrated Gradients of the target logits over the per-layer edge weights along the straight
     line ``A(alpha) = A0 + alpha (A1 - A0)``: returns (M, C) for the rows of ``att.layer_edges``.
-    Complete only up to the quadrature error (``rule``: ``"midpoint"`` or ``"left"`` Riemann sum)."""
+    Complete only up to the quadrature error (``rule``: ``"midpoint"`` or ``"left"`` Riemann sum).
+    ``full=True`` returns (L, E, C) over every layer edge instead."""
     if rule not in ("midpoint", "left"):
         raise ValueError(f"unknown rule {rule!r}; valid: midpoint, left")
     if n_steps < 1:
@@ -45,8 +139,8 @@ def integrated_gradients(model: WeightedGCN, graph: EvolvingGraph, att: Attribut
                 if g is not None:
                     grads[l, :, c] += g.detach().numpy()
     grads /= n_steps
-    full = grads * (ei.w1 - ei.w0)[None, :, None]
-    return full[att.layer_edges[:, 0], att.layer_eids]
+    out = grads * (ei.w1 - ei.w0)[None, :, None]
+    return out if full else out[att.layer_edges[:, 0], att.layer_eids]
 
 
 def top_abs(Phi: np.ndarray, K: int) -> np.ndarray:
@@ -134,12 +228,14 @@ _EXPLAINER_LABELS = {"gnnexplainer": "GNNExplainer", "graphmask": "GraphMaskExpl
 
 
 def fidelity_curves(cases, k_max: int, seed: int = 0, pyg_epochs: int = 200,
-                    explainers=PYG_EXPLAINERS):
+                    explainers=PYG_EXPLAINERS, change_baselines=CHANGE_BASELINES, ig_steps: int = 32):
     """Fig. 5 in shape (``16-evolving-gnn-explanations/02-layer-edges-vs-baselines``): for each
     ``(model, graph, attribution)`` in ``cases`` and K = 1 ... ``k_max``, the fidelity KL of the
-    layer edges chosen by our KL selection, the input edges chosen the same way, each PyG explainer
-    in ``explainers`` (not for link heads), top-|Phi|, random layer edges and no edge at all. One
-    row per (instance, method, K), plus ``"<method> time"`` rows in seconds."""
+    layer edges chosen by our KL selection, the input edges chosen the same way, the layer edges the
+    same KL selection chooses from each change-aware baseline's attribution in ``change_baselines``
+    (``"<label> (KL)"``: DeepLIFT, GNN-LRP, Grad, IG with ``ig_steps``), each PyG explainer in
+    ``explainers`` (not for link heads), top-|Phi|, random layer edges and no edge at all. One row
+    per (instance, method, K), plus ``"<method> time"`` rows in seconds."""
     import time
 
     import pandas as pd
@@ -156,6 +252,11 @@ def fidelity_curves(cases, k_max: int, seed: int = 0, pyg_epochs: int = 200,
                 t0 = time.perf_counter()
                 scores[name] = pyg_edge_scores(m, g, att, name, epochs=pyg_epochs, seed=seed)
                 rows.append({"instance": i, "method": f"{name} time", "K": 0, "KL": time.perf_counter() - t0})
+        attrs = {}
+        for name in change_baselines:
+            t0 = time.perf_counter()
+            attrs[CHANGE_LABELS[name] + " (KL)"] = change_attribution(m, g, att, name, ig_steps=ig_steps)
+            rows.append({"instance": i, "method": f"{name} time", "K": 0, "KL": time.perf_counter() - t0})
         for K in range(1, min(k_max, len(att.layer_edges)) + 1):
             t0 = time.perf_counter()
             sel = {"layer edges (KL)": select(att.phi_layer, att.y_old, p_new, K, "relax").index}
@@ -165,6 +266,8 @@ def fidelity_curves(cases, k_max: int, seed: int = 0, pyg_epochs: int = 200,
                 sel["input edges (KL)"] = input_to_layer_edges(att, q)
                 for name, s in scores.items():
                     sel[_EXPLAINER_LABELS[name]] = input_to_layer_edges(att, rank_input_edges(att, s, K))
+            for label, Phi in attrs.items():
+                sel[label] = select(Phi, att.y_old, p_new, K, "relax").index
             sel["top-|Φ| layer edges"] = top_abs(att.phi_layer, K)
             sel["random layer edges"] = random_choice(len(att.layer_edges), K, seed + 100 * i + K)
             sel["no edge (old prediction)"] = []
