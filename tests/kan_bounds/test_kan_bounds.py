@@ -241,14 +241,34 @@ def test_digits_split():
 
 
 def test_training_lowers_loss_and_logs():
-    cfg = kb.sweep("smoke", n_steps=60)
-    model, h = kb.fit_regression(cfg, target="f2", seed=0)
-    assert h.train_loss[-1] < 0.5 * h.train_loss[0] or h.train_loss[-1] < 0.05
-    assert h.epoch[-1] == 60 and len(h.epoch) == 10
-    assert set(h.measures) == {"l1", "bartlett"}
+    cfg = kb.sweep("smoke", n_steps=20)
+    model, h = kb.fit_regression(cfg, target="f2", hidden=4, n_train=200, seed=0)
+    assert h.train_loss[-1] < 0.8 * h.train_loss[0]
+    assert h.epoch[-1] == 20 and len(h.epoch) == 10
+    assert {"l1", "bartlett", "bound", "main_term", "main_term_spectral", "complexity"} <= set(h.measures)
     np.testing.assert_allclose(h.gap, np.array(h.test_loss) - np.array(h.train_loss))
-    _, h2 = kb.fit_regression(cfg, target="f2", seed=0)
+    # noisy test targets: test MSE = excess risk (MSE against f) + noise variance, up to sampling
+    d = kb.regression("f2", 200, cfg.n_test, noise=cfg.noise, seed=0)
+    assert d.noise_var == pytest.approx(cfg.noise ** 2)
+    assert abs(h.test_loss[-1] - h.excess[-1] - d.noise_var) < 0.1
+    _, h2 = kb.fit_regression(cfg, target="f2", hidden=4, n_train=200, seed=0)
     assert h2.train_loss == h.train_loss                      # deterministic
+
+
+def test_minibatch_sgd_is_plain_sgd():
+    """One epoch of batch_size = n is one full-batch SGD step: compare with a hand-made step."""
+    d = kb.regression("f1", 64, 10, seed=0)
+    torch.manual_seed(0)
+    a = kb.KAN([4, 2, 1], dtype=torch.float32)
+    b = kb.KAN([4, 2, 1]); b.load_state_dict(a.state_dict())
+    kb.train(a, d, n_steps=1, lr=0.1, optimizer="sgd", batch_size=64, log_bounds=False)
+    loss = ((b(d.X_train) - d.y_train) ** 2).mean()
+    grads = torch.autograd.grad(loss, list(b.parameters()))
+    with torch.no_grad():
+        for p, g in zip(b.parameters(), grads):
+            p -= 0.1 * g
+    for p, q in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(p, q)
 
 
 def test_classification_training_runs():
@@ -274,6 +294,9 @@ def test_classification_training_runs():
     (lambda: kb.add_zero_nodes(kb.KAN([2, 3, 1]), 0, 2), "hidden layer"),
     (lambda: kb.train(kb.KAN([3, 1]), kb.regression("f1", 10, 5), n_steps=1), "4 features"),
     (lambda: kb.train(kb.KAN([4, 1]), kb.regression("f1", 10, 5), n_steps=1, optimizer="lbfgs"), "valid: adam, sgd"),
+    (lambda: kb.train(kb.KAN([4, 1]), kb.regression("f1", 10, 5), n_steps=1, batch_size=0), "batch_size"),
+    (lambda: kb.train(kb.KAN([4, 1]), kb.regression("f1", 10, 5), n_steps=1, momentum=1.0), "momentum"),
+    (lambda: kb.fit_regression(kb.sweep("smoke"), target="f1"), "hidden"),
     (lambda: kb.LowRankRKHSKAN([2, 2, 1], rank=[1]), "one rank per layer"),
 ])
 def test_bad_input_gets_clear_errors(bad, match):
@@ -286,7 +309,8 @@ def test_configs_reject_unknown_names():
         kb.sweep("smoke", n_epochs=3)
     with pytest.raises(ProfileError, match="valid profiles"):
         kb.digits_run("huge")
-    assert kb.sweep("paper").widths == (4, 50, 100, 50, 1)
+    assert kb.sweep("paper").paper_widths == (4, 50, 100, 50, 1) and 50 in kb.sweep("paper").hidden
+    assert kb.sweep("book").paper_widths == (4, 50, 100, 50, 1) and kb.sweep("book").paper_n == 10_000
 
 
 def _write_idx(path, arr, gz=False):

@@ -2,7 +2,9 @@
 
 Xianyang Zhang and Huijuan Zhou, *Generalization Bounds and Model Complexity for Kolmogorov--Arnold
 Networks*, ICLR 2025 (arXiv:2410.08026). No official code exists; the theorem's exact form could
-not be checked, so :mod:`~iclr25.kan_bounds.complexity` implements *bound-shaped* measures.
+not be read offline, so :mod:`~iclr25.kan_bounds.bounds` derives the bounds by the proof technique
+the paper names (Maurey covering + Dudley), with every constant explicit; the older *bound-shaped*
+measures of :mod:`~iclr25.kan_bounds.complexity` are kept for comparison.
 
 Public API
 ----------
@@ -10,6 +12,8 @@ Public API
   :func:`bspline_reference`, :func:`extended_grid`;
 - models: :class:`KANLayer`, :class:`KAN` (``coef_matrices``, ``basis``, ``from_pykan``),
   :class:`RKHSLayer`, :class:`LowRankRKHSKAN`;
+- bounds: :func:`kan_bound` (basis-function and low-rank RKHS case), :func:`layer_terms`,
+  :func:`entropy`, :func:`dudley`, :func:`bspline_kappa`, :func:`silu_sup`;
 - measures: :func:`l1_measure`, :func:`bartlett_measure`, :func:`rkhs_measure`, :func:`measures`,
   :func:`spline_lipschitz`, :func:`basis_lipschitz`, :func:`network_lipschitz`, :func:`add_zero_nodes`;
 - data: :func:`regression` (targets ``f1``, ``f2``: ours), :func:`digits`, :func:`mnist` (the paper's data, for users who have the files);
@@ -24,15 +28,18 @@ from .complexity import (MEASURES, add_zero_nodes, bartlett_measure, basis_lipsc
 from .configs import DigitsConfig, SweepConfig, digits_run, sweep
 from .data import TARGETS, Dataset, digits, f1, f2, mnist, read_idx, regression
 from .model import DROPOUT_MODES, KAN, KANLayer, LowRankRKHSKAN, RKHSLayer
-from .train import OPTIMIZERS, History, check_data, fit_regression, run_grid, train
+from .train import OPTIMIZERS, History, bound_terms, check_data, fit_regression, run_grid, train
+from .bounds import (LOSSES, NORMS, LayerTerms, bspline_kappa, dudley, entropy, kan_bound, layer_terms,
+                     silu_sup)
 from . import plots  # noqa: E402
 
 __all__ = [
+    "kan_bound", "layer_terms", "LayerTerms", "entropy", "dudley", "bspline_kappa", "silu_sup", "NORMS", "LOSSES",
     "BACKENDS", "HAVE_NUMBA", "SILU_MAX_SLOPE", "bspline_basis", "kan_basis", "bspline_max_slope", "bspline_reference",
     "bspline_uniform", "extended_grid",
     "KANLayer", "KAN", "RKHSLayer", "LowRankRKHSKAN", "DROPOUT_MODES",
     "MEASURES", "l1_measure", "bartlett_measure", "rkhs_measure", "measures", "basis_lipschitz",
     "spline_lipschitz", "network_lipschitz", "log_factor", "add_zero_nodes",
     "TARGETS", "Dataset", "regression", "digits", "mnist", "read_idx", "f1", "f2",
-    "History", "train", "check_data", "fit_regression", "run_grid", "OPTIMIZERS", "SweepConfig", "DigitsConfig", "sweep", "digits_run",
+    "History", "train", "bound_terms", "check_data", "fit_regression", "run_grid", "OPTIMIZERS", "SweepConfig", "DigitsConfig", "sweep", "digits_run",
 ]

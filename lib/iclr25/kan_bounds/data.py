@@ -40,6 +40,8 @@ class Dataset:
     y_test: torch.Tensor
     task: str
     name: str = ""
+    y_test_clean: torch.Tensor | None = None   # regression: noise-free test targets f(x)
+    noise_var: float = 0.0                     # regression: label-noise variance (the Bayes risk)
 
     @property
     def n_classes(self) -> int:
@@ -54,11 +56,16 @@ def _check_fractions(noise: float, random_frac: float) -> None:
 
 
 def regression(target: str = "f1", n_train: int = 1000, n_test: int = 1000, *, noise: float = 0.0,
-               random_frac: float = 0.0, seed: int = 0, dtype=torch.float32) -> Dataset:
+               random_frac: float = 0.0, seed: int = 0, noisy_test: bool = True,
+               dtype=torch.float32) -> Dataset:
     """``x ~ U[-1, 1]^4``, ``y = f(x)`` standardised (train mean/std), plus Gaussian label noise of
-    standard deviation ``noise`` (in units of the target's std) on the training targets, and a
-    fraction ``random_frac`` of training targets replaced by a random permutation of the targets.
-    The test targets are clean. Introduced in chapter 15, notebook ``02-bound-vs-gap``.
+    standard deviation ``noise`` (in units of the target's std), and a fraction ``random_frac`` of
+    training targets replaced by a random permutation of the targets.
+
+    With ``noisy_test`` (default) the test targets carry the same noise, so test loss minus train
+    loss is the generalisation gap of one distribution; ``y_test_clean`` holds :math:`f(x)` of the
+    test points, whose MSE is the excess risk (test MSE minus the noise variance ``noise_var`` in
+    expectation). Introduced in chapter 15, notebook ``02-bound-vs-gap``.
     """
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; valid: {', '.join(TARGETS)}")
@@ -70,15 +77,17 @@ def regression(target: str = "f1", n_train: int = 1000, n_test: int = 1000, *, n
     y = TARGETS[target](X)
     mu, sd = y[:n_train].mean(), y[:n_train].std()
     y = (y - mu) / sd
-    ytr, yte = y[:n_train].copy(), y[n_train:]
+    ytr, clean = y[:n_train].copy(), y[n_train:]
     ytr += noise * rng.standard_normal(n_train)
     m = int(round(random_frac * n_train))
     if m:
         idx = rng.choice(n_train, m, replace=False)
         ytr[idx] = rng.permutation(ytr)[:m]
+    yte = clean + noise * rng.standard_normal(n_test) if noisy_test else clean
     t = lambda a: torch.as_tensor(a, dtype=dtype)
     return Dataset(t(X[:n_train]), t(ytr[:, None]), t(X[n_train:]), t(yte[:, None]), "regression",
-                   f"{target} (ours), noise {noise}, random {random_frac}")
+                   f"{target} (ours), noise {noise}, random {random_frac}",
+                   y_test_clean=t(clean[:, None]), noise_var=float(noise) ** 2 if noisy_test else 0.0)
 
 
 def digits(n_train: int | None = None, *, random_frac: float = 0.0, seed: int = 0,

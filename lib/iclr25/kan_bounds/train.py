@@ -13,7 +13,7 @@ from ..progress import progress
 from .complexity import measures
 from .data import Dataset
 
-__all__ = ["History", "train", "check_data", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
+__all__ = ["History", "train", "bound_terms", "check_data", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -27,6 +27,7 @@ class History:
     train_loss: list = field(default_factory=list)
     test_loss: list = field(default_factory=list)
     gap: list = field(default_factory=list)
+    excess: list = field(default_factory=list)      # regression: MSE against f(x) on the test inputs
     train_acc: list = field(default_factory=list)
     test_acc: list = field(default_factory=list)
     measures: dict = field(default_factory=dict)
@@ -36,6 +37,8 @@ class History:
     def final(self) -> dict:
         out = {"epoch": self.epoch[-1], "train_loss": self.train_loss[-1],
                "test_loss": self.test_loss[-1], "gap": self.gap[-1]}
+        if self.excess:
+            out["excess"] = self.excess[-1]
         if self.train_acc:
             out.update(train_acc=self.train_acc[-1], test_acc=self.test_acc[-1])
         out.update({k: v[-1] for k, v in self.measures.items()})
@@ -47,6 +50,8 @@ class History:
 
         d = {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test_loss,
              "gap": self.gap}
+        if self.excess:
+            d["excess"] = self.excess
         if self.train_acc:
             d.update(train_acc=self.train_acc, test_acc=self.test_acc)
         d.update(self.measures)
@@ -101,15 +106,33 @@ def check_data(model: torch.nn.Module, data: Dataset) -> None:
                           "or widen grid_range", UserWarning, stacklevel=3)
 
 
-def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e-2,
-          optimizer: str = "adam", dropout: float | None = None, log_every: int | None = None,
-          seed: int = 0, desc: str | None = None) -> History:
-    """Train ``model`` full-batch for ``n_steps`` epochs (one step per epoch) and log every
-    ``log_every`` epochs (default ``n_steps // 10``) the losses without dropout, the gap and
-    :func:`~iclr25.kan_bounds.complexity.measures` on the training inputs.
+def bound_terms(model, data: Dataset, *, delta: float = 0.05) -> dict:
+    """The bound of :mod:`~iclr25.kan_bounds.bounds` on ``data``'s training sample, for both norm
+    choices: ``bound`` and ``main_term`` (``l1``), ``main_term_spectral``, ``complexity`` (the
+    network's :math:`\\bar R`, ``l1``) and ``vacuous``. Chapter 15, notebook ``02-bound-vs-gap``."""
+    from .bounds import kan_bound
 
-    ``dropout`` (if given) sets the activation dropout first (0.1: the paper's regularised KAN).
-    ``optimizer``: ``"adam"`` (ours) or ``"sgd"`` (the paper's). Chapter 15, notebook ``02-bound-vs-gap``.
+    kw = dict(loss="mse" if data.task == "regression" else "ce", delta=delta)
+    b1 = kan_bound(model, data.X_train, data.y_train, norms="l1", **kw)
+    bs = kan_bound(model, data.X_train, data.y_train, norms="spectral", **kw)
+    return {"bound": b1["bound"], "main_term": b1["main_term"], "complexity": b1["complexity"],
+            "main_term_spectral": bs["main_term"], "bound_spectral": bs["bound"],
+            "vacuous": float(b1["vacuous"])}
+
+
+def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e-2,
+          optimizer: str = "adam", batch_size: int | None = None, momentum: float = 0.0,
+          dropout: float | None = None, log_every: int | None = None, seed: int = 0,
+          desc: str | None = None, log_bounds: bool = True) -> History:
+    """Train ``model`` for ``n_steps`` epochs and log every ``log_every`` epochs (default
+    ``n_steps // 10``) the losses without dropout, the gap, the excess risk (regression with
+    ``y_test_clean``), :func:`~iclr25.kan_bounds.complexity.measures` and (``log_bounds``)
+    :func:`bound_terms` on the training sample.
+
+    ``batch_size``: ``None`` is full batch (one step per epoch); otherwise one pass over a fresh
+    permutation in minibatches per epoch -- with ``optimizer="sgd"`` and ``momentum=0`` the paper's
+    stochastic gradient descent. ``dropout`` (if given) sets the activation dropout first (0.1: the
+    paper's regularised KAN). Chapter 15, notebook ``02-bound-vs-gap``.
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
@@ -117,6 +140,10 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
+    if batch_size is not None and int(batch_size) < 1:
+        raise ValueError(f"batch_size must be a positive integer or None (full batch), got {batch_size}")
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum}")
     if data.X_train.shape[1] != model.widths[0]:
         raise ValueError(f"the data have {data.X_train.shape[1]} features but the model expects "
                          f"{model.widths[0]}")
@@ -127,17 +154,21 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
     log_every = max(1, n_steps // 10) if log_every is None else int(log_every)
     torch.manual_seed(seed)
     opt = (torch.optim.Adam(model.parameters(), lr=lr) if optimizer == "adam"
-           else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
+           else torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum))
     crit = loss_fn(data.task)
     hist = History()
     import time
     t0 = time.perf_counter()
+    n = len(data.X_train)
+    gen = torch.Generator().manual_seed(seed)
 
     def log(epoch):
         model.eval()
         with torch.no_grad():
             out_tr, out_te = model(data.X_train), model(data.X_test)
             tr, te = float(crit(out_tr, data.y_train)), float(crit(out_te, data.y_test))
+            if data.task == "regression" and data.y_test_clean is not None:
+                hist.excess.append(float(crit(out_te, data.y_test_clean)))
         hist.epoch.append(epoch)
         hist.train_loss.append(tr)
         hist.test_loss.append(te)
@@ -145,16 +176,27 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
         if data.task == "classification":
             hist.train_acc.append(float((out_tr.argmax(1) == data.y_train).float().mean()))
             hist.test_acc.append(float((out_te.argmax(1) == data.y_test).float().mean()))
-        for k, v in measures(model, data.X_train).items():
+        extra = bound_terms(model, data) if log_bounds else {}
+        for k, v in {**measures(model, data.X_train), **extra}.items():
             hist.measures.setdefault(k, []).append(v)
         model.train()
 
     model.train()
     for epoch in progress(range(1, n_steps + 1), desc=desc or "train"):
-        opt.zero_grad(set_to_none=True)
-        loss = crit(model(data.X_train), data.y_train)
-        loss.backward()
-        opt.step()
+        if batch_size is None:
+            batches = [None]
+        else:
+            perm = torch.randperm(n, generator=gen)
+            batches = [perm[i:i + int(batch_size)] for i in range(0, n, int(batch_size))]
+        for idx in batches:
+            Xb, yb = (data.X_train, data.y_train) if idx is None else (data.X_train[idx], data.y_train[idx])
+            opt.zero_grad(set_to_none=True)
+            loss = crit(model(Xb), yb)
+            loss.backward()
+            opt.step()
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {float(loss)}): "
+                                     f"lower lr (now {lr}) or use a larger batch_size")
         if epoch % log_every == 0 or epoch == n_steps:
             log(epoch)
     hist.seconds = time.perf_counter() - t0
@@ -162,34 +204,47 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
     return hist
 
 
-def fit_regression(cfg, *, target: str, noise: float = 0.0, random_frac: float = 0.0,
-                   dropout: float = 0.0, seed: int = 0):
-    """One notebook-02 run: data from :func:`~iclr25.kan_bounds.data.regression`, a fresh
-    :class:`~iclr25.kan_bounds.model.KAN` of ``cfg.widths`` (seeded), :func:`train`.
-    Returns ``(model, history)``. Chapter 15, notebook ``02-bound-vs-gap``."""
+def fit_regression(cfg, *, target: str, noise: float | None = None, random_frac: float = 0.0,
+                   dropout: float = 0.0, seed: int = 0, hidden: int | None = None,
+                   widths=None, n_train: int | None = None, n_steps: int | None = None,
+                   batch_size: int | None = None, log_every: int | None = None):
+    """One notebook-02 run: data from :func:`~iclr25.kan_bounds.data.regression` (noisy train and
+    test targets, ``cfg.noise`` unless given), a fresh seeded :class:`~iclr25.kan_bounds.model.KAN`
+    of shape ``widths`` (or ``[4, hidden, 2 hidden, hidden, 1]``), :func:`train` with ``cfg``'s
+    optimiser, step size and batch size. Returns ``(model, history)``.
+    Chapter 15, notebook ``02-bound-vs-gap``."""
     from .data import regression
     from .model import KAN
 
-    data = regression(target, cfg.n_train, cfg.n_test, noise=noise, random_frac=random_frac,
-                      seed=seed)
+    if widths is None:
+        if hidden is None:
+            raise ValueError("give hidden (the KAN [4, h, 2h, h, 1]) or widths")
+        widths = (4, int(hidden), 2 * int(hidden), int(hidden), 1)
+    noise = cfg.noise if noise is None else noise
+    n_train = n_train or cfg.n_trains[-1]
+    data = regression(target, n_train, cfg.n_test, noise=noise, random_frac=random_frac, seed=seed)
     torch.manual_seed(seed)
-    model = KAN(cfg.widths, grid_size=cfg.grid_size)
-    hist = train(model, data, n_steps=cfg.n_steps, lr=cfg.lr, dropout=dropout, seed=seed,
-                 log_every=cfg.log_every or None, desc=f"{target} s={noise} r={random_frac} p={dropout}")
+    model = KAN(widths, grid_size=cfg.grid_size)
+    steps = n_steps or cfg.n_steps
+    hist = train(model, data, n_steps=steps, lr=cfg.lr, optimizer=cfg.optimizer,
+                 batch_size=batch_size or cfg.batch_size, dropout=dropout, seed=seed,
+                 log_every=log_every or cfg.log_every or None,
+                 desc=f"{target} {list(widths)} n={n_train} p={dropout} s={seed}")
     return model, hist
 
 
 def run_grid(cfg, rows, *, return_histories: bool = False):
-    """Run :func:`fit_regression` for every dict in ``rows`` (keys ``target``, ``noise``,
-    ``random_frac``, ``dropout``, ``seed``) and return one row per run with its final losses, gap and
-    measures (and, with ``return_histories``, the list of :class:`History` s too).
-    Chapter 15, notebook ``02-bound-vs-gap``."""
+    """Run :func:`fit_regression` for every dict in ``rows`` (its keyword arguments: ``target``,
+    ``hidden`` or ``widths``, ``n_train``, ``dropout``, ``seed``, ...) and return one row per run with
+    its final losses, gap, excess risk, bound terms and parameter count (and, with
+    ``return_histories``, the list of :class:`History` s too). Chapter 15, notebook ``02-bound-vs-gap``."""
     import pandas as pd
 
     out, hists = [], []
     for r in rows:
-        _, h = fit_regression(cfg, **r)
-        out.append({**r, **h.final, "seconds": h.seconds})
+        model, h = fit_regression(cfg, **r)
+        out.append({**r, **h.final, "seconds": h.seconds,
+                    "n_params": sum(p.numel() for p in model.parameters())})
         hists.append(h)
     df = pd.DataFrame(out)
     return (df, hists) if return_histories else df
