@@ -6,9 +6,12 @@ from the paper's description (see the chapter page for every deviation).
 
 Public API
 ----------
-- data: :class:`ChoiceData`, :func:`make_hotel_search` (planted rules), :func:`load_swissmetro`,
+- data: :class:`ChoiceData`, :func:`make_hotel_search` (planted rules; ``continuous=True`` for
+  off-grid features), :func:`load_swissmetro`, :func:`load_modecanada`, :func:`load_tafeng`,
   :func:`load_scanner_panel`, :func:`load_expedia` (the paper's data, not shipped),
   :func:`train_test_split`;
+- recovery scored by two-level Hungarian matching of learned to planted types:
+  :func:`recovery_report` (precision, recall, weight and proportion errors), :func:`chance_recovery`;
 - predicates and rules: :class:`PredicateLibrary`, :class:`Predicate`, :func:`jaccard`;
 - the model: :class:`LogicLogit` (Frank-Wolfe + column generation), :func:`match_rules`;
 - candidate scoring (the hot path, two backends): :func:`score_rules`, :func:`pack_predicates`;
@@ -28,19 +31,24 @@ from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, NeuralUtility,
                         predicate_features)
 from .configs import Config, config
 from .formats import from_long, from_wide
-from .data import (HOTEL_TYPES, SCANNER_PANELS, ChoiceData, PlantedType, hotel_library,
-                   load_expedia, load_scanner_panel, load_swissmetro, make_hotel_search,
-                   train_test_split)
+from .data import (HOTEL_TYPES, SCANNER_PANELS, TAFENG_SUBCLASS, ChoiceData, PlantedType, hotel_library,
+                   load_expedia, load_modecanada, load_scanner_panel, load_swissmetro, load_tafeng,
+                   make_hotel_search, train_test_split)
 from .experiments import (best_logic, budget_sweep, compare_models, compare_with_baselines,
                           n_parameters, paired_gaps, plot_budget_sweep, strongest_baseline,
                           subsample_split, uniform_nll, versus)
 from .model import LogicLogit, LogicType, match_rules
 from .predicates import Predicate, PredicateLibrary, jaccard
+from .recovery import (RecoveryReport, chance_recovery, match_rule_sets, match_types, recovery_report,
+                       rule_similarity, rule_truth)
 from .scoring import BACKENDS, default_backend, pack_predicates, rule_bits, score_rules
 
 __all__ = [
     "ChoiceData", "PlantedType", "HOTEL_TYPES", "SCANNER_PANELS", "make_hotel_search",
     "hotel_library", "load_swissmetro", "load_scanner_panel", "load_expedia", "train_test_split",
+    "load_modecanada", "load_tafeng", "TAFENG_SUBCLASS",
+    "recovery_report", "RecoveryReport", "chance_recovery", "match_rule_sets", "match_types",
+    "rule_similarity", "rule_truth",
     "from_wide", "from_long",
     "Predicate", "PredicateLibrary", "jaccard",
     "LogicLogit", "LogicType", "match_rules",

