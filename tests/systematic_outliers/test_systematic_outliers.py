@@ -281,3 +281,51 @@ def test_configs_profiles():
         so.configs.census("huge")
     with pytest.raises(ValueError, match="valid"):
         so.configs.census("smoke", nope=1)
+
+
+def test_spike_and_middle_layers_closed_form():
+    assert so.spike_layer(np.array([1.0, 2.0, 100.0, 120.0])) == 2
+    assert so.middle_layers(30) == list(range(10, 20))
+    assert so.middle_layers(18) == list(range(6, 12))
+    with pytest.raises(ValueError, match="at least two"):
+        so.spike_layer(np.array([1.0]))
+    with pytest.raises(ValueError, match="at least 3"):
+        so.middle_layers(2)
+
+
+def test_model_census_matches_its_parts():
+    """model_census on a 4-layer tiny Llama equals the notebook's step-by-step computation."""
+    tok = lm.tiny_tokenizer()
+    torch.manual_seed(1)
+    model = lm.tiny_llama(len(tok), n_layers=4)
+    ids = torch.randint(3, len(tok), (4, 10), generator=torch.Generator().manual_seed(1))
+    c = so.model_census(model, tok, ids, k=2, tau=3.0, min_query=2)
+    st = so.activation_stats(model, ids, k=2)
+    top1 = st.table("block_out")["top1"].to_numpy()
+    assert c.emerge == so.spike_layer(top1) and c.n_layers == 4
+    assert sum(c.at_max.values()) == pytest.approx(1.0)
+    assert c.at_max == so.max_token_census(st, tok, so.middle_layers(4))
+    sk = so.sink_stats(model, ids, min_query=2)
+    assert c.position_alignment == so.position_alignment(st, sk.top_key, so.middle_layers(4))
+    H = model.config.num_attention_heads
+    assert c.n_heads == (4 - c.emerge - 1) * H
+    assert c.gain_ratio is None                      # Llama: the MLP output is added directly
+    assert c.top_weight_feature == so.weight_outliers(model).top_feature[c.emerge]
+
+
+def test_post_mlp_gain_on_a_gemma_block():
+    """Gemma 3 scales the normalised MLP output by 1 + weight: the ratio reads that gain."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    cfg = Gemma3TextConfig(vocab_size=64, hidden_size=16, intermediate_size=32,
+                           num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                           head_dim=8, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = Gemma3ForCausalLM(cfg).eval()
+    norm = lm.decoder_layers(model)[1].post_feedforward_layernorm
+    with torch.no_grad():
+        norm.weight.zero_()
+        norm.weight[5] = 99.0                         # gain 100 on dim 5, 1 elsewhere
+    assert so.post_mlp_gain(model, 1, 5) == pytest.approx(100.0)
+    assert so.post_mlp_gain(model, 1, 4) == pytest.approx(1.0)
+    assert so.post_mlp_gain(lm.tiny_llama(64), 0, 0) is None

@@ -13,6 +13,7 @@ Modules
   position and channel of the max) and the official sort-based reference;
 - :mod:`.census`: token classes (initial / delimiter / weak-semantic), outlier tokens, weight
   outliers of ``down_proj`` and the alignment rates;
+- :mod:`.summary`: the whole census of one model in one call (SmolLM2 and Gemma-3-270M);
 - :mod:`.sinks`: attention-sink shares, attention-outlier positions, and the per-head
   correlation between sink mass and head-output norm;
 - :mod:`.interventions`: set the outliers to their mean or to zero;
@@ -26,6 +27,7 @@ from .census import (TOKEN_CLASSES, WeightOutliers, classify_ids, dim_alignment,
                      outlier_tokens, position_alignment, token_class, weight_outliers)
 from .interventions import MODES, outlier_means, reset_outliers
 from .sinks import SinkStats, sink_stats
+from .summary import ModelCensus, middle_layers, model_census, post_mlp_gain, spike_layer
 from .stats import (SITES, ActivationStats, LayerStats, activation_stats,
                     activation_stats_reference, kurtosis, layer_blocks, token_batch)
 from .training import (COMPRESSIONS, VariantRun, compress, eval_windows, gpt_perplexity,
@@ -39,5 +41,6 @@ __all__ = [
     "weight_outliers", "dim_alignment", "position_alignment", "SinkStats", "sink_stats", "MODES",
     "outlier_means", "reset_outliers", "VARIANTS", "OutlierAttention", "make_attention",
     "make_gpt", "gpt_linears", "COMPRESSIONS", "VariantRun", "train_variant", "outlier_summary",
-    "gpt_perplexity", "compress", "eval_windows",
+    "gpt_perplexity", "compress", "eval_windows", "ModelCensus", "model_census", "spike_layer",
+    "middle_layers", "post_mlp_gain",
 ]

@@ -24,7 +24,7 @@ class CensusConfig:
     seq_len: int           # tokens per sequence
     k: int                 # top values kept per layer (paper: top-3)
     tau: float             # outlier token: max |x| > tau x mean |x| (paper code: 1000)
-    gemma: bool            # also run Gemma-3-270M base
+    gemma: bool            # also run Gemma-3-270M base (book and paper profiles)
     seed: int = 0
 
 
@@ -69,7 +69,7 @@ _ALL = ("default", "vbias", "attn_bias", "cabias", "ca_scale", "sigmoid")
 RUNS = {
     "census": {
         "smoke": dict(n_seq=3, seq_len=48, k=3, tau=1000.0, gemma=False),
-        "book": dict(n_seq=12, seq_len=128, k=3, tau=1000.0, gemma=False),
+        "book": dict(n_seq=12, seq_len=128, k=3, tau=1000.0, gemma=True),
         "paper": dict(n_seq=64, seq_len=512, k=3, tau=1000.0, gemma=True),
     },
     "lifecycle": {
