@@ -35,11 +35,12 @@ from .data import (HOTEL_TYPES, SCANNER_PANELS, TAFENG_SUBCLASS, ChoiceData, Pla
                    load_expedia, load_modecanada, load_scanner_panel, load_swissmetro, load_tafeng,
                    make_hotel_search, train_test_split)
 from .experiments import (best_logic, budget_sweep, compare_models, compare_with_baselines,
-                          n_parameters, paired_gaps, plot_budget_sweep, strongest_baseline,
+                          n_parameters, paired_gaps, plot_budget_sweep, rank_of_logic,
+                          record_real_data_claims, strongest_baseline,
                           subsample_split, uniform_nll, versus)
 from .model import LogicLogit, LogicType, match_rules
 from .predicates import Predicate, PredicateLibrary, jaccard
-from .recovery import (RecoveryReport, chance_recovery, match_rule_sets, match_types, recovery_report,
+from .recovery import (RecoveryReport, chance_recovery, recovery_row, recovery_run, match_rule_sets, match_types, recovery_report,
                        rule_similarity, rule_truth)
 from .scoring import BACKENDS, default_backend, pack_predicates, rule_bits, score_rules
 
@@ -48,7 +49,7 @@ __all__ = [
     "hotel_library", "load_swissmetro", "load_scanner_panel", "load_expedia", "train_test_split",
     "load_modecanada", "load_tafeng", "TAFENG_SUBCLASS",
     "recovery_report", "RecoveryReport", "chance_recovery", "match_rule_sets", "match_types",
-    "rule_similarity", "rule_truth",
+    "rule_similarity", "rule_truth", "recovery_run", "recovery_row",
     "from_wide", "from_long",
     "Predicate", "PredicateLibrary", "jaccard",
     "LogicLogit", "LogicType", "match_rules",
@@ -59,5 +60,5 @@ __all__ = [
     "conjunction_features", "informative_columns", "strongest_baseline", "paired_gaps", "versus",
     "n_parameters", "best_logic",
     "Config", "config", "compare_models", "budget_sweep", "uniform_nll", "subsample_split",
-    "compare_with_baselines", "plot_budget_sweep",
+    "compare_with_baselines", "plot_budget_sweep", "rank_of_logic", "record_real_data_claims",
 ]

@@ -15,7 +15,7 @@ from .data import ChoiceData, train_test_split
 
 __all__ = ["compare_models", "budget_sweep", "uniform_nll", "subsample_split", "compare_with_baselines",
            "plot_budget_sweep", "strongest_baseline", "paired_gaps", "versus", "n_parameters",
-           "best_logic"]
+           "best_logic", "rank_of_logic", "record_real_data_claims"]
 
 
 def uniform_nll(data: ChoiceData) -> float:
@@ -177,3 +177,53 @@ def plot_budget_sweep(sweep, table, name: str, ax_nll, ax_acc) -> None:
             ax.axhline(table.loc[row, col], ls="--", lw=1, color=f"C{i if i < 3 else i + 1}", label=row)
         ax.set(xlabel="rules per type R", ylabel=col, title=name)
         ax.set_xticks(list(sweep.index))
+
+
+def rank_of_logic(table):
+    """Where the best Logic-Logit row of a comparison ``table`` ranks by test NLL: ``(rank,
+    n_models, best model)`` (rank 1 is best; ``01-logic-logit/03-real-choices``)."""
+    order = list(table.sort_values("test NLL").index)
+    best = min(i for i, r in enumerate(order) if r.startswith("Logic"))
+    return best + 1, len(order), order[0]
+
+
+def record_real_data_claims(claims, name: str, table, vs) -> None:
+    """The chapter's claims on one real data set (notebooks 03 and 04 of chapter 01): the paper's
+    ranking (best held-out NLL and accuracy of all models; recorded as found), better than the
+    uniform model (must hold), and against the fair baselines, the strongest MNL on Logic-Logit's
+    own predicates and latent-class MNL by Frank-Wolfe (the same outer loop with linear types),
+    each as a paired gap over two standard errors (recorded as found). ``vs``: :func:`versus` of
+    the best Logic-Logit against the fitted baselines."""
+    rank, n_models, winner = rank_of_logic(table)
+    logic_rows = [r for r in table.index if r.startswith("Logic")]
+    logic_nll = float(table.loc[logic_rows, "test NLL"].min())
+    why = "different data (the paper's are not available offline), reconstructed estimator, small budgets; recorded as found"
+    claims.check(f"Logic-Logit has the best held-out NLL of all models on {name}", kind="finding",
+                 source="Real-data tables (Expedia, MIMIC-IV)", paper="best on every data set",
+                 ours=f"rank {rank} of {n_models} (best: {winner})", holds=rank == 1, must_hold=False, note=why)
+    acc_logic, acc_best = table.loc[logic_rows, "top-1 accuracy"].max(), table["top-1 accuracy"].max()
+    claims.check(f"Logic-Logit has the best top-1 accuracy of all models on {name}", kind="finding",
+                 source="Real-data tables", paper="best on every data set",
+                 ours=f"{acc_logic:.3f} vs best {acc_best:.3f}", holds=bool(acc_logic >= acc_best),
+                 must_hold=False, note=why)
+    claims.check(f"Logic-Logit learns something real on {name}: held-out NLL below the uniform model's",
+                 kind="finding", source="sanity (ours)", paper=None,
+                 ours=f"{logic_nll:.4f} vs {table.loc['uniform', 'test NLL']:.4f}",
+                 holds=bool(logic_nll < table.loc["uniform", "test NLL"]))
+    best, val = strongest_baseline(table, "test NLL", ["MNL (predicates)", "MNL (predicates + pairs)"])
+    g, se = vs.loc[best, "NLL gap"], vs.loc[best, "NLL gap se"]
+    claims.check(f"Logic-Logit beats the strongest MNL on its own predicates in held-out NLL on {name} (gap > 2 SE)",
+                 kind="finding", source="Real-data tables", paper="outperforms MNL",
+                 ours=f"{logic_nll:.4f} vs {val:.4f} ({best}); gap {g:+.4f} ± {se:.4f}", holds=bool(g > 2 * se),
+                 must_hold=False, note="the fair MNL: same predicates (and their pairwise conjunctions) as "
+                                       "Logic-Logit, L2 on validation; recorded as found")
+    fw = next(r for r in vs.index if r.startswith("LC-MNL (FW"))
+    g, se = vs.loc[fw, "NLL gap"], vs.loc[fw, "NLL gap se"]
+    claims.check(f"Logic-Logit beats latent-class MNL fit by Frank-Wolfe in held-out NLL on {name} (gap > 2 SE)",
+                 kind="finding", source="Real-data tables", paper="outperforms mixed logits",
+                 ours=f"{logic_nll:.4f} vs {table.loc[fw, 'test NLL']:.4f} ({fw}); gap {g:+.4f} ± {se:.4f}",
+                 holds=bool(g > 2 * se), must_hold=False,
+                 note="the same Frank-Wolfe outer loop with linear-utility classes on the raw features; recorded as found")
+    claims.metric(f"{name}_rank", rank)
+    claims.metric(f"{name}_test_nll_logic", logic_nll)
+    claims.metric(f"{name}_test_nll_lc_fw", float(table.loc[fw, "test NLL"]))

@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["rule_truth", "rule_similarity", "match_rule_sets", "match_types", "RecoveryReport",
+__all__ = ["rule_truth", "rule_similarity", "match_rule_sets", "match_types", "RecoveryReport", "recovery_run", "recovery_row", "LIBRARIES",
            "recovery_report", "random_types", "chance_recovery"]
 
 
@@ -228,3 +228,39 @@ def chance_recovery(model, planted_library, planted_rules, planted_alphas, plant
         rec.append(rep.recall)
     return {"precision": float(np.mean(prec)), "recall": float(np.mean(rec)),
             "precision max": float(np.max(prec)), "recall max": float(np.max(rec)), "draws": n_draws}
+
+
+LIBRARIES = ("quantile", "grid")
+
+
+def recovery_run(n_obs: int, seed: int = 0, library: str = "quantile", n_bins: int = 4,
+                 test_size: float = 0.3, threshold: float = 0.67, n_draws: int = 20, **logic_kw) -> dict:
+    """One recovery experiment on off-grid planted hotel searches (chapter 01,
+    ``01-consider-then-choose``): generate ``n_obs`` searches (``make_hotel_search(...,
+    continuous=True)``), split, fit :class:`LogicLogit` on the training part with the predicate
+    ``library`` — ``"quantile"``: :meth:`PredicateLibrary.from_data` on the training data with
+    ``n_bins`` (what a modeller can build); ``"grid"``: the generator's own thresholds (which a
+    modeller cannot know) — and score it on the held-out searches with :func:`recovery_report`
+    and :func:`chance_recovery`. ``logic_kw`` go to :class:`LogicLogit`. Returns a dict with
+    ``report``, ``chance``, ``model``, ``train``, ``test``, ``truth``, ``planted_library``."""
+    from .data import make_hotel_search, train_test_split
+    from .model import LogicLogit
+    from .predicates import PredicateLibrary
+
+    if library not in LIBRARIES:
+        raise ValueError(f"unknown library {library!r}; valid: {', '.join(LIBRARIES)}")
+    data, glib, truth = make_hotel_search(n_obs, seed=seed, continuous=True)
+    train, test = train_test_split(data, test_size, seed=seed)
+    lib = PredicateLibrary.from_data(train, n_bins) if library == "quantile" else glib
+    model = LogicLogit(library=lib, **logic_kw).fit(train)
+    planted = (truth["rules"], [t.alpha for t in truth["types"]], [t.weights for t in truth["types"]])
+    return {"report": recovery_report(model, glib, *planted, test, threshold),
+            "chance": chance_recovery(model, glib, *planted, test, threshold, n_draws, seed),
+            "model": model, "train": train, "test": test, "truth": truth, "planted_library": glib}
+
+
+def recovery_row(run: dict, **labels) -> dict:
+    """One table row of a :func:`recovery_run`: ``labels``, the report's summary and the chance
+    level's precision and recall."""
+    return {**labels, **run["report"].summary(), "chance precision": run["chance"]["precision"],
+            "chance recall": run["chance"]["recall"], "chance recall max": run["chance"]["recall max"]}
