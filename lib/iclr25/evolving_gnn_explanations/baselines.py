@@ -23,6 +23,7 @@ GraphMaskExplainer on the new graph (they explain one snapshot and cannot see de
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from .flows import Attribution
@@ -37,42 +38,56 @@ CHANGE_BASELINES = ("deeplift", "gnn_lrp", "grad", "ig")
 CHANGE_LABELS = {"deeplift": "DeepLIFT", "gnn_lrp": "GNN-LRP", "grad": "Grad", "ig": "IG"}
 
 
-def _target_forward(model: WeightedGCN, X: torch.Tensor, adjs, target, relu_mult=None) -> torch.Tensor:
-    """The model's target logits on per-layer adjacencies; ``relu_mult`` (one (N, H) array per hidden
-    layer) replaces each ReLU's derivative in the backward pass (DeepLIFT's rescale rule)."""
-    h = X
-    for l, (A, W) in enumerate(zip(adjs, model.weights)):
-        if l > 0:
-            z = torch.relu(h)
-            if relu_mult is not None:
-                m = torch.from_numpy(relu_mult[l - 1])
-                z = z.detach() + (h - h.detach()) * m   # value ReLU(h), derivative m
-            h = z
-        h = torch.sparse.mm(A, h @ W.detach())
-    return model.readout(h, target)
+def _readout_jacobian(model: WeightedGCN, target, n: int, C_in: int) -> np.ndarray:
+    """``d readout_c / d Y[k, i]`` as (C_out, N, C_in): the head is linear in the node logits."""
+    from .flows import _readout
+
+    read = _readout(model, target, n)
+    end = np.repeat(np.arange(n), C_in)
+    J = read(end, np.tile(np.eye(C_in), (n, 1)))              # (N * C_in, C_out)
+    return J.reshape(n, C_in, -1).transpose(2, 0, 1)
+
+
+def _edge_grads(Ws, X, ei, weights, jac, relu_mult=None) -> np.ndarray:
+    """Reverse mode by hand for the bias-free GCN: (L, E, C) gradients of the readout with respect to
+    each layer's edge weights ``weights[l]`` (``relu_mult``: replaces the ReLU derivatives)."""
+    L = len(Ws)
+    adjs = [sp.csr_matrix((w, (ei.dst, ei.src)), shape=(ei.n, ei.n)) for w in weights]
+    Ms, Hs, z = [], [], np.asarray(X, dtype=np.float64)
+    for l in range(L):
+        Ms.append(z @ Ws[l])
+        if l < L - 1:
+            Hs.append(adjs[l] @ Ms[-1])
+            z = np.maximum(Hs[-1], 0.0)
+    C, n = jac.shape[0], ei.n
+    G = jac                                                    # d out / d H^(l+1): (C, N, d)
+    out = np.zeros((L, ei.n_edges, C))
+    for l in range(L - 1, -1, -1):
+        out[l] = np.einsum("cej,ej->ec", G[:, ei.dst, :], Ms[l][ei.src])
+        if l == 0:
+            break
+        d = G.shape[2]
+        dM = (adjs[l].T @ G.transpose(1, 0, 2).reshape(n, C * d)).reshape(n, C, d).transpose(1, 0, 2)
+        dZ = dM @ Ws[l].T
+        gate = (Hs[l - 1] > 0).astype(np.float64) if relu_mult is None else relu_mult[l - 1]
+        G = dZ * gate[None]
+    return out
 
 
 def layer_edge_gradients(model: WeightedGCN, graph: EvolvingGraph, att: Attribution, weights,
                          relu_mult=None) -> np.ndarray:
     """``d y_target[c] / d w^l_e`` (L, E, C) for every layer ``l`` and every edge ``e`` of ``att.ei``,
-    at the per-layer edge weights ``weights`` (one (E,) array per layer, or one for all layers)."""
+    at the per-layer edge weights ``weights`` (one (E,) array per layer, or one for all layers);
+    ``relu_mult`` (one (N, H) array per hidden layer) replaces each ReLU's derivative (DeepLIFT's
+    rescale rule). Reverse mode written out in numpy (checked against finite differences)."""
     ei = att.ei
     L = model.n_layers
     weights = [weights] * L if np.ndim(weights[0]) == 0 else list(weights)
     if len(weights) != L or any(len(w) != ei.n_edges for w in weights):
         raise ValueError(f"weights must be {L} arrays of {ei.n_edges} edge weights")
-    idx = torch.from_numpy(np.vstack([ei.dst, ei.src]).astype(np.int64))
-    ws = [torch.tensor(np.asarray(w, dtype=np.float64), requires_grad=True) for w in weights]
-    adjs = [torch.sparse_coo_tensor(idx, w, (ei.n, ei.n), check_invariants=False) for w in ws]
-    out = _target_forward(model, torch.from_numpy(graph.X), adjs, att.target, relu_mult)
-    C = out.shape[-1]
-    grads = np.zeros((L, ei.n_edges, C))
-    for c in range(C):
-        gs = torch.autograd.grad(out[c], ws, retain_graph=c < C - 1, allow_unused=True)
-        for l, g in enumerate(gs):
-            if g is not None:
-                grads[l, :, c] = g.detach().numpy()
-    return grads
+    Ws = model.numpy_weights()
+    jac = _readout_jacobian(model, att.target, ei.n, Ws[-1].shape[1])
+    return _edge_grads(Ws, graph.X, ei, [np.asarray(w, dtype=np.float64) for w in weights], jac, relu_mult)
 
 
 def _rows(att: Attribution, full: np.ndarray) -> np.ndarray:
@@ -123,22 +138,10 @@ def integrated_gradients(model: WeightedGCN, graph: EvolvingGraph, att: Attribut
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     ei = att.ei
     L = model.n_layers
-    idx = torch.from_numpy(np.vstack([ei.dst, ei.src]).astype(np.int64))
-    w0, dw = torch.from_numpy(ei.w0), torch.from_numpy(ei.w1 - ei.w0)
     alphas = (np.arange(n_steps) + (0.5 if rule == "midpoint" else 0.0)) / n_steps
-    C = len(att.y_old)
-    grads = np.zeros((L, ei.n_edges, C))
-    X = torch.from_numpy(graph.X)
-    for a in alphas:
-        ws = [(w0 + a * dw).clone().requires_grad_(True) for _ in range(L)]
-        adjs = [torch.sparse_coo_tensor(idx, w, (ei.n, ei.n), check_invariants=False) for w in ws]
-        out = model(X, adjs, att.target)
-        for c in range(C):
-            gs = torch.autograd.grad(out[c], ws, retain_graph=c < C - 1, allow_unused=True)
-            for l, g in enumerate(gs):
-                if g is not None:
-                    grads[l, :, c] += g.detach().numpy()
-    grads /= n_steps
+    Ws = model.numpy_weights()
+    jac = _readout_jacobian(model, att.target, ei.n, Ws[-1].shape[1])
+    grads = sum(_edge_grads(Ws, graph.X, ei, [ei.w0 + a * (ei.w1 - ei.w0)] * L, jac) for a in alphas) / n_steps
     out = grads * (ei.w1 - ei.w0)[None, :, None]
     return out if full else out[att.layer_edges[:, 0], att.layer_eids]
 

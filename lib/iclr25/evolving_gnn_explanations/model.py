@@ -50,6 +50,20 @@ class Target:
             raise ValueError("a link target needs index=(u, v)")
 
 
+class _ConstSpMM(torch.autograd.Function):
+    """``A @ M`` for a constant scipy sparse ``A`` (no gradient to ``A``): scipy's sparse products
+    in both passes, much faster on CPU than torch's sparse COO backward for small hidden widths."""
+
+    @staticmethod
+    def forward(ctx, M, A):
+        ctx.A = A
+        return torch.from_numpy(np.asarray(A @ M.detach().numpy()))
+
+    @staticmethod
+    def backward(ctx, G):
+        return torch.from_numpy(np.asarray(ctx.A.T @ G.numpy())), None
+
+
 class WeightedGCN(torch.nn.Module):
     """``L``-layer bias-free GCN on explicit weighted adjacencies (one per layer).
 
@@ -77,8 +91,8 @@ class WeightedGCN(torch.nn.Module):
         if isinstance(adjs, (list, tuple)):
             if len(adjs) != self.n_layers:
                 raise ValueError(f"{len(adjs)} per-layer adjacencies for a {self.n_layers}-layer GCN")
-            return [a if isinstance(a, torch.Tensor) else to_torch_sparse(a) for a in adjs]
-        a = adjs if isinstance(adjs, torch.Tensor) else to_torch_sparse(adjs)
+            return [a if isinstance(a, torch.Tensor) else sp.csr_matrix(a, dtype=np.float64) for a in adjs]
+        a = adjs if isinstance(adjs, torch.Tensor) else sp.csr_matrix(adjs, dtype=np.float64)
         return [a] * self.n_layers
 
     def node_logits(self, X, adjs) -> torch.Tensor:
@@ -89,7 +103,10 @@ class WeightedGCN(torch.nn.Module):
             if l > 0:
                 h = torch.relu(h)
                 h = torch.nn.functional.dropout(h, self.dropout, self.training)
-            h = torch.sparse.mm(A, h @ W) if A.is_sparse else A @ (h @ W)
+            if sp.issparse(A):
+                h = _ConstSpMM.apply((h @ W).contiguous(), A)
+            else:
+                h = torch.sparse.mm(A, h @ W) if A.is_sparse else A @ (h @ W)
         return h
 
     def readout(self, Y: torch.Tensor, target: Target | None = None, pairs=None) -> torch.Tensor:
@@ -161,6 +178,18 @@ def forward_numpy_update(Ws: Sequence[np.ndarray], X: np.ndarray, A_old, A_new, 
     return Hs, np.asarray(h)
 
 
+class one_thread:
+    """Run torch on one intra-op thread inside the block (restored after). The chapter's GCNs are
+    tiny: on a busy 2-core machine torch's second thread makes each small op ~10x slower."""
+
+    def __enter__(self):
+        self.n = torch.get_num_threads()
+        torch.set_num_threads(1)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.n)
+
+
 def train_gcn(graphs: Sequence[EvolvingGraph] | EvolvingGraph, head: str = "node", *, hidden: int = 16,
               n_layers: int = 2, n_steps: int = 200, lr: float = 0.01, weight_decay: float = 5e-4,
               dropout: float = 0.0, train_mask: np.ndarray | None = None, snapshot: str = "both",
@@ -188,14 +217,30 @@ def train_gcn(graphs: Sequence[EvolvingGraph] | EvolvingGraph, head: str = "node
     model = WeightedGCN(gs[0].X.shape[1], hidden, n_cls, n_layers, head, dropout=dropout, seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     snaps = {"old": ("A0",), "new": ("A1",), "both": ("A0", "A1")}[snapshot]
-    data = [(torch.from_numpy(g.X), to_torch_sparse(getattr(g, s)), g) for g in gs for s in snaps]
-    if head == "graph":
+    data = [(torch.from_numpy(g.X), getattr(g, s), g) for g in gs for s in snaps]
+    if head == "graph":   # one block-diagonal pass over all graphs; mean pooling as a sparse matrix
         yg = torch.tensor([int(g.y) for _, _, g in data])
+        sizes = [g.n_nodes for _, _, g in data]
+        X_all = torch.from_numpy(np.vstack([g.X for _, _, g in data]))
+        A_all = sp.block_diag([getattr(g, s) for g in gs for s in snaps], format="csr")
+        pool = sp.csr_matrix((np.repeat([1.0 / n for n in sizes], sizes),
+                              (np.repeat(np.arange(len(sizes)), sizes), np.arange(sum(sizes)))),
+                             shape=(len(sizes), sum(sizes)))
+    with one_thread():
+        _fit(model, opt, head, data, n_steps, desc, train_mask, link_pairs, link_labels,
+             (X_all, A_all, pool, yg) if head == "graph" else None)
+    model.eval()
+    return model
+
+
+def _fit(model, opt, head, data, n_steps, desc, train_mask, link_pairs, link_labels, batch):
+    if batch is not None:
+        X_all, A_all, pool, yg = batch
     for _ in progress(range(n_steps), desc=desc):
         opt.zero_grad()
         model.train()
         if head == "graph":
-            out = torch.stack([model(X, A) for X, A, _ in data])
+            out = _ConstSpMM.apply(model.node_logits(X_all, A_all), pool)
             loss = torch.nn.functional.cross_entropy(out, yg)
         elif head == "node":
             loss = 0.0
@@ -209,5 +254,3 @@ def train_gcn(graphs: Sequence[EvolvingGraph] | EvolvingGraph, head: str = "node
                 loss = loss + torch.nn.functional.cross_entropy(out, torch.as_tensor(link_labels))
         loss.backward()
         opt.step()
-    model.eval()
-    return model
