@@ -1,4 +1,8 @@
-"""Bound-shaped complexity measures of KANs (chapter 15).
+"""Bound-shaped complexity measures of KANs (chapter 15) -- the chapter's first version.
+
+Superseded for the chapter's claims by :mod:`iclr25.kan_bounds.bounds`, which carries out the
+covering argument with every constant explicit; these guessed measures are kept for comparison
+(and are still logged by :func:`~iclr25.kan_bounds.train.train`).
 
 The paper (Zhang & Zhou, ICLR 2025) bounds the generalisation gap of a KAN through a covering
 argument on its layers :math:`\\Phi_l(x) = C_l B_l(x)`. Its exact statement and constants could not
