@@ -1,0 +1,124 @@
+"""The chapter's runs at each profile (see :mod:`iclr25.profiles`).
+
+``smoke`` keeps each notebook to seconds (a few dozen short prompts), ``book`` runs a few hundred
+prompts on 2 CPU cores, ``paper`` approaches the paper's sizes (552 lawmakers, 1024 heads, top-32
+ensembles, 7 alphas x 9 topics x 200 tokens) on SmolLM2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..profiles import make_config
+
+__all__ = ["ProbingConfig", "TransferConfig", "SteeringConfig", "probing", "transfer", "steering",
+           "RUNS"]
+
+
+@dataclass(frozen=True)
+class ProbingConfig:
+    """``01-head-probing``: per-head ridge maps on personas and on real state labels."""
+
+    n_personas: int        # fictional politicians (paper: 552 lawmakers of the 116th Congress)
+    n_cues: int            # implicit cues per bio
+    years: tuple           # presidential elections of the state x year prompts
+    k: int                 # top-k ensemble (paper: 32 of 1024 heads; ours 8 of 270 is the same share)
+    alpha: float = 1.0     # ridge penalty (paper: 1)
+    folds: int = 2         # paper: 2-fold KFold, random_state 42
+    n_perm: int = 5        # random-label permutations (paper Fig. A3: one)
+    n_splits: int = 3      # cross-validation split seeds reported (42, 43, ...)
+    batch_size: int = 16
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class TransferConfig:
+    """``02-probe-transfer``: persona-trained probes on outlets, states, senators and tokens."""
+
+    n_personas: int
+    n_cues: int
+    n_outlets: int         # fictional outlets (paper: Ad Fontes outlets)
+    years: tuple
+    k: int
+    n_monitor: int         # personas whose generated statements are monitored token by token
+    max_new_tokens: int
+    alpha: float = 1.0
+    batch_size: int = 16
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SteeringConfig:
+    """``03-steering-heads``: slant vs alpha for top-k heads, early vs late layers, coherence."""
+
+    n_personas: int
+    n_cues: int
+    ks: tuple              # numbers of steered heads (paper: 16 ... 96 of 1024)
+    alphas: tuple          # steering strengths in SDs (paper: -30 ... 30 in its own units)
+    n_topics: int          # of the paper's nine topics
+    max_new_tokens: int    # paper: max_length 200
+    k_layers: int          # heads steered in the early-vs-late comparison (Fig. A7)
+    alpha: float = 1.0
+    batch_size: int = 16
+    seed: int = 0
+
+
+_YEARS = (1996, 2000, 2004, 2008, 2012)
+_ALPHAS = (-12.0, -8.0, -4.0, 0.0, 4.0, 8.0, 12.0)
+
+RUNS = {
+    "probing": {
+        "smoke": dict(n_personas=64, n_cues=4, years=(2012,), k=8, n_perm=2, n_splits=1),
+        "book": dict(n_personas=240, n_cues=4, years=_YEARS, k=8, n_perm=5, n_splits=3),
+        "paper": dict(n_personas=552, n_cues=4, years=(1980,) + (1984, 1988, 1992) + _YEARS, k=32,
+                      n_perm=10, n_splits=5),
+    },
+    "transfer": {
+        "smoke": dict(n_personas=64, n_cues=4, n_outlets=24, years=(2012,), k=8, n_monitor=4,
+                      max_new_tokens=24),
+        "book": dict(n_personas=240, n_cues=4, n_outlets=120, years=_YEARS, k=8, n_monitor=16,
+                     max_new_tokens=48),
+        "paper": dict(n_personas=552, n_cues=4, n_outlets=300, years=_YEARS, k=32, n_monitor=64,
+                      max_new_tokens=200),
+    },
+    "steering": {
+        "smoke": dict(n_personas=64, n_cues=4, ks=(8,), alphas=(-8.0, 0.0, 8.0), n_topics=3,
+                      max_new_tokens=16, k_layers=8),
+        "book": dict(n_personas=240, n_cues=4, ks=(4, 16), alphas=_ALPHAS, n_topics=9,
+                     max_new_tokens=40, k_layers=8),
+        "paper": dict(n_personas=552, n_cues=4, ks=(16, 32, 48, 64, 80, 96),
+                      alphas=(-30.0, -20.0, -10.0, 0.0, 10.0, 20.0, 30.0), n_topics=9,
+                      max_new_tokens=200, k_layers=32),
+    },
+}
+
+
+def _tuple(overrides: dict, *names: str) -> dict:
+    out = dict(overrides)
+    for n in names:
+        v = out.get(n)
+        if isinstance(v, str):
+            out[n] = tuple(float(x) if "." in x else int(x) for x in v.split(","))
+        elif v is not None and not isinstance(v, tuple):
+            out[n] = tuple(v) if hasattr(v, "__iter__") else (v,)
+    return out
+
+
+def probing(profile: str | None = None, **overrides) -> ProbingConfig:
+    """The config of ``01-head-probing`` (chapter 10)."""
+    return make_config(ProbingConfig, RUNS["probing"], profile, **_tuple(overrides, "years"))
+
+
+def transfer(profile: str | None = None, **overrides) -> TransferConfig:
+    """The config of ``02-probe-transfer`` (chapter 10)."""
+    return make_config(TransferConfig, RUNS["transfer"], profile, **_tuple(overrides, "years"))
+
+
+def steering(profile: str | None = None, **overrides) -> SteeringConfig:
+    """The config of ``03-steering-heads`` (chapter 10)."""
+    cfg = make_config(SteeringConfig, RUNS["steering"], profile, **_tuple(overrides, "ks", "alphas"))
+    if not 1 <= cfg.n_topics <= 9:
+        raise ValueError(f"n_topics must be between 1 and 9 (the paper's topics), got {cfg.n_topics}")
+    if 0.0 not in cfg.alphas:
+        raise ValueError(f"alphas must include 0 (the unsteered model), got {cfg.alphas}")
+    return cfg

@@ -1,0 +1,125 @@
+"""ITI-style steering of the most predictive heads (the paper's Fig. 4, A5, A7, A8).
+
+For each chosen head ``(l, h)`` the probe's direction is added to the head's output (before
+``o_proj``, so it passes through the output projection) at the last position of every forward
+pass: the last prompt token, then each new token while generating:
+
+    z_{l,h} <- z_{l,h} + alpha * sigma_{l,h} * u_{l,h},   u = unit(w_{l,h} * std(z_{l,h}))
+
+``w`` is the head's ridge coefficient and ``std`` the per-dimension standard deviation of the
+head's activations over the probing prompts (the paper's ``coef * std``); we normalise it to a
+unit vector ``u`` and scale by ``sigma``, the standard deviation of the activations along ``u``,
+so ``alpha`` counts standard deviations (ITI's convention) whatever the label's units.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from .. import lm
+from ..progress import progress
+
+__all__ = ["steering_directions", "steer_heads", "generate_steered", "random_heads",
+           "heads_in_layers"]
+
+
+def steering_directions(coef: np.ndarray, acts: np.ndarray,
+                        heads: Sequence[tuple[int, int]]) -> dict[int, torch.Tensor]:
+    """Per-layer direction tensors ``{layer: (n_heads, head_dim)}`` (zero rows for heads not
+    chosen) for :func:`steer_heads`: ``sigma * unit(coef * std)`` per chosen head.
+
+    Defined in chapter 10 (ideology probes). ``coef`` is the probe's ``(L, H, d)``
+    coefficients (:attr:`HeadProbe.coef_`), ``acts`` the ``(n, L, H, d)`` activations it was
+    fitted on."""
+    coef = np.asarray(coef)
+    acts = np.asarray(acts)
+    if coef.ndim != 3 or acts.ndim != 4 or acts.shape[1:] != coef.shape:
+        raise ValueError(f"coef must be (L, H, d) and acts (n, L, H, d) with the same (L, H, d); "
+                         f"got {coef.shape} and {acts.shape}")
+    L, H, d = coef.shape
+    heads = [(int(l), int(h)) for l, h in heads]
+    if not heads:
+        raise ValueError("heads is empty: choose at least one (layer, head)")
+    bad = [(l, h) for l, h in heads if not (0 <= l < L and 0 <= h < H)]
+    if bad:
+        raise ValueError(f"heads {bad} out of range for {L} layers x {H} heads")
+    out: dict[int, torch.Tensor] = {}
+    for l, h in heads:
+        z = acts[:, l, h, :].astype(np.float64)
+        v = coef[l, h] * z.std(0)                      # the paper's coef * std
+        norm = np.linalg.norm(v)
+        if norm == 0:
+            continue
+        u = v / norm
+        sigma = float((z @ u).std())                   # SD of the activations along u
+        out.setdefault(l, torch.zeros(H, d))
+        out[l][h] = torch.as_tensor(sigma * u, dtype=torch.float32)
+    return out
+
+
+@contextlib.contextmanager
+def steer_heads(model: nn.Module, directions: dict[int, torch.Tensor], alpha: float):
+    """Add ``alpha * directions[l]`` to the head outputs of layer ``l`` at the last position of
+    every forward pass inside the block (works while generating; hooks removed on exit).
+
+    Defined in chapter 10 (ideology probes); built on :func:`iclr25.lm.intervene` at site
+    ``"heads"``."""
+    if not directions:
+        raise ValueError("no directions to steer with")
+    dirs = {int(l): torch.as_tensor(v) for l, v in directions.items()}
+
+    def edit(x, layer):
+        return x + alpha * dirs[layer].to(device=x.device, dtype=x.dtype)
+
+    with lm.intervene(model, "heads", edit, layers=sorted(dirs), positions=-1) as iv:
+        yield iv
+
+
+def generate_steered(model: nn.Module, tokenizer, prompts: Sequence[str],
+                     directions: dict[int, torch.Tensor] | None, alphas: Sequence[float], *,
+                     max_new_tokens: int = 40, batch_size: int = 16,
+                     desc: str | None = "steering") -> pd.DataFrame:
+    """Greedy continuations of ``prompts`` (already chat-formatted, e.g.
+    :func:`~iclr25.ideology_probes.data.steering_prompts`) for each ``alpha``: a table with
+    ``alpha``, ``prompt`` (index), ``text``. ``alpha = 0`` (or ``directions=None``) is the
+    unsteered model.
+
+    Defined in chapter 10 (ideology probes)."""
+    rows = []
+    for a in progress(list(alphas), desc=desc):
+        ctx = (steer_heads(model, directions, float(a)) if directions and a != 0
+               else contextlib.nullcontext())
+        with ctx:
+            gens = lm.generate_batch(model, tokenizer, list(prompts), chat=False,
+                                     max_new_tokens=max_new_tokens, batch_size=batch_size)
+        rows += [{"alpha": float(a), "prompt": i, "text": t} for i, t in enumerate(gens.texts)]
+    return pd.DataFrame(rows)
+
+
+def random_heads(n_layers: int, n_heads: int, k: int, *, seed: int = 0,
+                 exclude: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """``k`` heads drawn uniformly (a control for the top-``k`` heads), avoiding ``exclude``."""
+    pool = [(l, h) for l in range(n_layers) for h in range(n_heads) if (l, h) not in set(exclude)]
+    if not 1 <= k <= len(pool):
+        raise ValueError(f"k must be in [1, {len(pool)}], got {k!r}")
+    idx = np.random.default_rng(seed).choice(len(pool), size=k, replace=False)
+    return [pool[i] for i in sorted(idx)]
+
+
+def heads_in_layers(rho: np.ndarray, layers: Sequence[int], k: int) -> list[tuple[int, int]]:
+    """The ``k`` best heads (by ``rho``) among ``layers`` only (Fig. A7: early vs late layers)."""
+    masked = np.full_like(rho, -np.inf)
+    layers = list(layers)
+    masked[layers] = rho[layers]
+    n = int(np.isfinite(masked).sum())
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, {n}] for layers {layers}, got {k!r}")
+    flat = np.argsort(-masked.ravel(), kind="stable")[:k]
+    H = rho.shape[1]
+    return [(int(i // H), int(i % H)) for i in flat]
