@@ -1,8 +1,8 @@
 """The chapter's runs at each profile (see :mod:`iclr25.profiles`).
 
 ``smoke`` builds 12 TinyGPTs (3 families x root, seed-sibling, int8, 30% pruned; 60 steps
-each) and samples 16 genes x 8 probes; ``book`` 21 TinyGPTs (3 families x 7) trained for 400
-steps, the SmolLM2 family (6 models) and Gemma-3-270M, 48 genes x 16 probes; ``paper`` the
+each) and samples 16 genes x 8 probes; ``book`` 24 TinyGPTs (3 families x 8) trained for 300
+steps, the SmolLM2 family (6 models) and Gemma-3-270M, 32 genes x 16 probes; ``paper`` the
 paper's G = 128, N = 32 with 4 families of 8.
 """
 
@@ -53,7 +53,7 @@ RUNS = {
                   gemma=False, n_items=12),
     "book": dict(n_families=3, edits=("reseed", "int8", "int4", "prune", "continue", "finetune",
                                       "distill"),
-                 n_steps=400, batch_size=16, lr=4e-3, G=48, N=16, G_pool=128, N_max=32, llm=True,
+                 n_steps=300, batch_size=16, lr=5e-3, G=32, N=16, G_pool=128, N_max=32, llm=True,
                  llm_edits=("int8", "int4", "prune10", "prune30", "lora"), gemma=True,
                  n_items=24),
     "paper": dict(n_families=4, edits=("reseed", "int8", "int4", "prune", "continue", "finetune",

@@ -9,6 +9,7 @@ time, so a model is never predicted from its own relatives.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,17 +23,20 @@ class PhyloRegressor:
 
     Introduced in chapter 12. ``fit(D_train, y)``: ``D_train`` is the (n, n) distance matrix of
     the training models, ``y`` their scores in [0, 1], shape (n,) or (n, k).
-    ``predict(D_rows)``: rows of distances from new models to the same training models.
+    ``predict(D_rows)``: rows of distances from new models to the same training models; their
+    standardised components are clipped to ``+-clip`` training standard deviations.
     """
 
     def __init__(self, n_ica: int = 15, epochs: int = 1000, lr: float = 1e-3,
-                 weight_decay: float = 0.01, seed: int = 0):
+                 weight_decay: float = 0.01, seed: int = 0, clip: float = 3.0):
         if n_ica < 1 or epochs < 1:
             raise ValueError(f"n_ica and epochs must be positive, got {n_ica}, {epochs}")
         self.n_ica, self.epochs, self.lr, self.wd, self.seed = n_ica, epochs, lr, weight_decay, seed
+        self.clip = float(clip)
 
     def fit(self, D_train: np.ndarray, y: np.ndarray) -> "PhyloRegressor":
         from sklearn.decomposition import FastICA
+        from sklearn.exceptions import ConvergenceWarning
 
         D_train = np.asarray(D_train, float)
         y = np.asarray(y, float)
@@ -42,7 +46,9 @@ class PhyloRegressor:
                              f" and {y.shape}")
         n_comp = max(1, min(self.n_ica, D_train.shape[0] - 1))
         self.ica_ = FastICA(n_components=n_comp, random_state=42, max_iter=1000, tol=1e-3)
-        Z = self.ica_.fit_transform(D_train)
+        with warnings.catch_warnings():     # tiny training sets: FastICA may stop at max_iter
+            warnings.simplefilter("ignore", category=ConvergenceWarning)
+            Z = self.ica_.fit_transform(D_train)
         self.mu_, self.sd_ = Z.mean(0), Z.std(0) + 1e-8
         X = torch.tensor((Z - self.mu_) / self.sd_, dtype=torch.float32)
         Y = torch.tensor(y, dtype=torch.float32)
@@ -62,7 +68,10 @@ class PhyloRegressor:
 
     def predict(self, D_rows: np.ndarray) -> np.ndarray:
         Z = self.ica_.transform(np.atleast_2d(np.asarray(D_rows, float)))
-        X = torch.tensor((Z - self.mu_) / self.sd_, dtype=torch.float32)
+        # a held-out family lies outside the training rows: clip its components to +-clip
+        # training standard deviations so that the sigmoid does not saturate on extrapolation
+        X = np.clip((Z - self.mu_) / self.sd_, -self.clip, self.clip)
+        X = torch.tensor(X, dtype=torch.float32)
         with torch.no_grad():
             return torch.sigmoid(self.lin_(X)).numpy()
 
