@@ -32,7 +32,7 @@ from .probe import (LEXICAL_KINDS, RIDGE_METHODS, HeadCV, HeadProbe, cv_head_sco
                     ensemble_cv, fold_indices, lexical_cv, permutation_control, ridge_fit,
                     ridge_predict, spearman, spearman_columns)
 from .slant import SlantScorer, auc
-from .steering import (generate_steered, heads_in_layers, random_heads, steer_heads,
+from .steering import (generate_steered, heads_in_layers, random_heads, steer_heads, steering_grid,
                        steering_directions)
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "cv_head_scores", "ensemble_cv", "fold_indices", "lexical_cv", "permutation_control",
     "ridge_fit", "ridge_predict", "spearman", "spearman_columns", "SlantScorer", "auc",
     "generate_steered", "heads_in_layers", "random_heads", "steer_heads", "steering_directions",
+    "steering_grid",
 ]

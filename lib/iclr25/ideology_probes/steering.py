@@ -25,7 +25,7 @@ from torch import nn
 from .. import lm
 from ..progress import progress
 
-__all__ = ["steering_directions", "steer_heads", "generate_steered", "random_heads",
+__all__ = ["steering_directions", "steer_heads", "generate_steered", "steering_grid", "random_heads",
            "heads_in_layers"]
 
 
@@ -123,3 +123,28 @@ def heads_in_layers(rho: np.ndarray, layers: Sequence[int], k: int) -> list[tupl
     flat = np.argsort(-masked.ravel(), kind="stable")[:k]
     H = rho.shape[1]
     return [(int(i // H), int(i % H)) for i in flat]
+
+
+def steering_grid(model: nn.Module, tokenizer, prompts: Sequence[str],
+                  configs: dict[str, dict[int, torch.Tensor]], alphas: Sequence[float], *,
+                  max_new_tokens: int = 40, batch_size: int = 16) -> pd.DataFrame:
+    """:func:`generate_steered` for several head sets (``{name: directions}``), generating the
+    unsteered ``alpha = 0`` texts once and sharing them: a table with ``config``, ``alpha``,
+    ``prompt``, ``text``.
+
+    Defined in chapter 10 (ideology probes)."""
+    if not configs:
+        raise ValueError("configs is empty: pass {name: directions}")
+    alphas = [float(a) for a in alphas]
+    base = generate_steered(model, tokenizer, prompts, None, [0.0], max_new_tokens=max_new_tokens,
+                            batch_size=batch_size, desc="alpha 0") if 0.0 in alphas else None
+    parts = []
+    for name, dirs in configs.items():
+        df = generate_steered(model, tokenizer, prompts, dirs, [a for a in alphas if a != 0.0],
+                              max_new_tokens=max_new_tokens, batch_size=batch_size, desc=name)
+        if base is not None:
+            df = pd.concat([base, df], ignore_index=True)
+        parts.append(df.assign(config=name))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["config", "alpha", "prompt", "text"]].sort_values(["config", "alpha", "prompt"],
+                                                                  kind="stable").reset_index(drop=True)
