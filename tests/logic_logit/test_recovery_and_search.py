@@ -278,3 +278,26 @@ def test_packaged_modecanada_and_tafeng_load():
     assert mc.n_obs == 4324 and mc.max_items == 4 and mc.mask.sum() == 15520
     tf = ll.load_tafeng()
     assert tf.max_items == 25 and tf.n_obs == 8595
+
+
+def test_on_predicates_is_the_model_on_predicate_indicators():
+    data, _, _ = ll.make_hotel_search(150, n_items=(3, 6), seed=6, continuous=True)
+    lib = ll.PredicateLibrary.from_data(data, n_bins=3)
+    wrapped = ll.OnPredicates(ll.MNL(), lib).fit(data)
+    direct = ll.MNL().fit(ll.predicate_data(lib, data))
+    np.testing.assert_allclose(wrapped.predict_proba(data), direct.predict_proba(ll.predicate_data(lib, data)))
+    assert ll.n_parameters(wrapped) == len(lib)
+    pd_ = ll.predicate_data(lib, data)
+    assert pd_.feature_names == tuple(str(p) for p in lib.predicates)
+    np.testing.assert_array_equal(pd_.X.astype(bool), lib.evaluate(data))
+    with pytest.raises(TypeError, match="ChoiceModel"):
+        ll.OnPredicates("mnl", lib)
+    with pytest.raises(TypeError, match="PredicateLibrary"):
+        ll.OnPredicates(ll.MNL(), None)
+    with pytest.raises(ll.NotFittedError):
+        ll.OnPredicates(ll.MNL(), lib).predict_proba(data)
+
+
+def test_recovery_run_rejects_an_unknown_library():
+    with pytest.raises(ValueError, match="unknown library 'oracle'; valid: quantile, grid"):
+        ll.recovery_run(50, library="oracle")

@@ -26,7 +26,8 @@ Public API
 """
 
 from .base import ChoiceModel, NotFittedError, fit_mixture_weights, log_softmax, softmax
-from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, NeuralUtility, PredicateMNL,
+from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, NeuralUtility, OnPredicates, PredicateMNL,
+                        predicate_data,
                         conjunction_features, conjunction_pairs, informative_columns, mnl_baselines,
                         predicate_features)
 from .configs import Config, config
@@ -55,7 +56,7 @@ __all__ = [
     "LogicLogit", "LogicType", "match_rules",
     "BACKENDS", "default_backend", "score_rules", "pack_predicates", "rule_bits",
     "ChoiceModel", "NotFittedError", "softmax", "log_softmax", "fit_mixture_weights",
-    "MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS",
+    "MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS", "OnPredicates", "predicate_data",
     "PredicateMNL", "L2_GRID", "mnl_baselines", "predicate_features", "conjunction_pairs",
     "conjunction_features", "informative_columns", "strongest_baseline", "paired_gaps", "versus",
     "n_parameters", "best_logic",

@@ -22,7 +22,8 @@ from scipy.optimize import minimize
 from .base import ChoiceModel, fit_mixture_weights, log_softmax, softmax
 from .data import ChoiceData
 
-__all__ = ["MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS", "PredicateMNL", "L2_GRID",
+__all__ = ["MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS", "PredicateMNL", "L2_GRID", "OnPredicates",
+           "predicate_data",
            "predicate_features", "conjunction_pairs", "conjunction_features", "informative_columns",
            "mnl_baselines"]
 
@@ -504,6 +505,41 @@ def _split_index(data: ChoiceData, val_fraction: float, seed: int, groups=None):
     if is_val.all() or not is_val.any():
         raise ValueError(f"validation split of {data.n_obs} choices left one side empty")
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)
+
+
+def predicate_data(library, data: ChoiceData) -> ChoiceData:
+    """``data`` with its item features replaced by the 0/1 indicators of ``library``'s predicates
+    (chapter 01, ``02-inside-the-solver``): the inputs Logic-Logit's rule search sees, for any
+    model that takes a :class:`ChoiceData`."""
+    return ChoiceData(predicate_features(library, data), data.mask, data.choice,
+                      tuple(str(p) for p in library.predicates), data.item_names, dict(data.meta))
+
+
+class OnPredicates(ChoiceModel):
+    """A chapter-01 model fit on the predicate indicators of ``library`` instead of the raw item
+    features (``02-inside-the-solver``): e.g. ``OnPredicates(LatentClassMNL(3, "fw"), library)``
+    is latent-class MNL by Frank-Wolfe on exactly the inputs Logic-Logit sees."""
+
+    def __init__(self, model: ChoiceModel, library):
+        if not isinstance(model, ChoiceModel):
+            raise TypeError(f"model must be a chapter-01 ChoiceModel, got {type(model).__name__}")
+        if library is None or not hasattr(library, "evaluate"):
+            raise TypeError("library must be a PredicateLibrary")
+        self.model, self.library = model, library
+
+    def fit(self, data: ChoiceData) -> "OnPredicates":
+        data = self._check_data(data)
+        self.model.fit(predicate_data(self.library, data))
+        self.fit_seconds_ = getattr(self.model, "fit_seconds_", float("nan"))
+        for k in ("alphas_", "history_"):
+            if hasattr(self.model, k):
+                setattr(self, k, getattr(self.model, k))
+        self.fitted_ = True
+        return self
+
+    def predict_proba(self, data: ChoiceData) -> np.ndarray:
+        self._check_fitted()
+        return self.model.predict_proba(predicate_data(self.library, self._check_data(data)))
 
 
 def mnl_baselines(library=None, n_bins: int = 4, seed: int = 0) -> dict:

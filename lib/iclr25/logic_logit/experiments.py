@@ -123,9 +123,11 @@ def n_parameters(model: ChoiceModel) -> int:
     """Free parameters of a fitted chapter-01 model (a size for the readability comparison):
     coefficients of an MNL; rule weights plus mixture proportions of Logic-Logit; class
     coefficients plus proportions of a latent-class MNL; network weights of the neural model."""
-    from .baselines import MNL, LatentClassMNL, NeuralUtility, PredicateMNL
+    from .baselines import MNL, LatentClassMNL, NeuralUtility, OnPredicates, PredicateMNL
     from .model import LogicLogit
 
+    if isinstance(model, OnPredicates):
+        return n_parameters(model.model)
     if isinstance(model, (MNL, PredicateMNL)):
         return int(len(model.beta_))
     if isinstance(model, LogicLogit):
