@@ -319,3 +319,25 @@ def test_filter_known_smollm2(smollm2):
     kf = ql.filter_known(model, tok, facts, min_correct=2)
     assert [f.object for f in kf.facts] == ["Berlin"] and kf.n_candidates == 2
     assert kf.prob.shape == (1, 4)
+
+
+def test_shared_units():
+    facts = [[frozenset({1, 2}), frozenset({2, 3})], [frozenset({2, 9})], [frozenset({4}), frozenset({1})]]
+    assert ql.shared_units(facts, 0.5) == frozenset({1, 2})     # in 2 of 3 facts
+    assert ql.shared_units(facts, 0.9) == frozenset()
+
+
+def test_joint_vs_per_layer_overlap_smollm2(smollm2, capsys):
+    """The joint path is a different estimator from Dai et al.'s per-layer one: report how much
+    their top-20 KN sets overlap on a few prompts (it was 12-18 of 20 when written)."""
+    model, tok = smollm2
+    prompts = ["The capital of Germany is", "The city of Chicago is located in the state of"]
+    tg = [ql.answer_token(tok, "Berlin"), ql.answer_token(tok, "Illinois")]
+    kw = dict(n_steps=8, show_progress=False, batch_size=120)
+    joint = ql.attribute(model, tok, prompts, tg, path="joint", **kw)
+    per = ql.attribute(model, tok, prompts, tg, path="per_layer", **kw)
+    sj, sp = ql.kn_sets(joint.scores, top_k=20), ql.kn_sets(per.scores, top_k=20)
+    overlap = [len(a & b) for a, b in zip(sj, sp)]
+    with capsys.disabled():
+        print(f"\ntop-20 KN overlap, joint vs per-layer IG (m = 8): {overlap}")
+    assert all(o >= 5 for o in overlap)

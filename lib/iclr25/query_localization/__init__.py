@@ -25,17 +25,17 @@ No official code was available; everything here is reconstructed from the paper.
 
 from . import configs, plots
 from .attribution import PATHS, RULES, Attributions, attribute, last_position_acts, reference_ig, step_alphas
-from .editing import MODES, EditScores, edited, erase_scores
+from .editing import MODES, EditScores, clean_probs, edited, erase_scores
 from .effects import delta_prob, last_position_units, scale_attention, scaled_prob, subject_positions
 from .facts import RELATIONS, TEMPLATES, Fact, KnownFacts, analogy_pairs, answer_token, filter_known, make_facts
 from .localize import (CONSISTENCY, cas_scores, cas_set, classify, consistency, jaccard, kn_sets,
-                       layer_histogram, otsu_threshold)
+                       layer_histogram, otsu_threshold, shared_units)
 
 __all__ = [
     "configs", "plots", "PATHS", "RULES", "Attributions", "attribute", "last_position_acts",
-    "reference_ig", "step_alphas", "MODES", "EditScores", "edited", "erase_scores", "delta_prob",
+    "reference_ig", "step_alphas", "MODES", "EditScores", "edited", "erase_scores", "clean_probs", "delta_prob",
     "last_position_units", "scale_attention", "scaled_prob", "subject_positions", "RELATIONS",
     "TEMPLATES", "Fact", "KnownFacts", "analogy_pairs", "answer_token", "filter_known",
     "make_facts", "CONSISTENCY", "cas_scores", "cas_set", "classify", "consistency", "jaccard",
-    "kn_sets", "layer_histogram", "otsu_threshold",
+    "kn_sets", "layer_histogram", "otsu_threshold", "shared_units",
 ]

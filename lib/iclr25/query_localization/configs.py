@@ -19,7 +19,8 @@ import torch
 from .. import paths
 from ..profiles import make_config
 
-__all__ = ["Config", "RUNS", "config", "FactRun", "fact_run"]
+__all__ = ["Config", "RUNS", "config", "FactRun", "fact_run", "kn_sets_of", "KNSets", "top_k_sets",
+           "layer_matched_random"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Config:
     n_steps: int = 1             # IG steps m (paper / Dai et al.: 20)
     threshold: float = 0.3       # KN: attribution > threshold x max (Dai et al.: 0.2-0.3)
     cs_threshold: float = 0.3    # static consistency threshold (paper's example: 0.3)
+    max_share: float | None = 0.5  # drop units that are KNs of > this share of facts (None: keep)
     top_k: int = 10              # equal-size KN sets for Delta Prob (own vs neighbour)
     enhance: float = 2.0         # factor for "enhance" (suppress is 0)
     alpha: float = 0.0           # knowledge-synapse scaling factor (Eq. 5; 0 = suppress)
@@ -46,9 +48,9 @@ class Config:
 
 
 RUNS = {
-    "smoke": dict(n_candidates=10, n_queries=4, max_facts=8, path="grad_x_act", n_steps=1,
+    "smoke": dict(n_candidates=12, n_queries=4, max_facts=8, path="grad_x_act", n_steps=1,
                   n_seen=2, n_other=8),
-    "book": dict(n_candidates=80, n_queries=5, max_facts=40, path="joint", n_steps=20,
+    "book": dict(n_candidates=120, n_queries=5, max_facts=40, path="joint", n_steps=20,
                  n_seen=3, n_other=20),
     "paper": dict(n_candidates=1000, n_queries=6, max_facts=None, path="per_layer", n_steps=20,
                   n_seen=4, n_other=50),
@@ -131,3 +133,54 @@ def fact_run(model, tokenizer, cfg: Config, *, cache: bool = True, show_progress
         torch.save({"known": known, "prompts": prompts, "targets": targets, "attr": attr}, tmp)
         tmp.replace(file)
     return run
+
+
+def kn_sets_of(run: FactRun, cfg: Config) -> "KNSets":
+    """Each query's KN set (threshold x max of its attributions), with the fact-agnostic units
+    (KNs of more than ``cfg.max_share`` of the facts) removed (chapter 05)."""
+    from .localize import kn_sets, shared_units
+
+    raw = kn_sets(run.attr.scores, cfg.threshold)
+    n_q = cfg.n_queries
+    by_fact = [raw[i * n_q:(i + 1) * n_q] for i in range(run.n_facts)]
+    shared = shared_units(by_fact, cfg.max_share) if cfg.max_share is not None else frozenset()
+    sets = [s - shared for s in raw]
+    return KNSets(sets, raw, shared, n_q)
+
+
+@dataclass
+class KNSets:
+    """KN sets per query (``sets``), before the shared units were removed (``raw``), and the
+    removed units (``shared``); ``fact(i)`` lists fact i's sets."""
+
+    sets: list
+    raw: list
+    shared: frozenset
+    n_queries: int
+
+    def fact(self, i: int, raw: bool = False) -> list:
+        src = self.raw if raw else self.sets
+        return src[i * self.n_queries:(i + 1) * self.n_queries]
+
+
+def top_k_sets(run: FactRun, kn: KNSets, k: int) -> list:
+    """Each query's ``k`` highest-attributed units after the shared units are removed: KN sets
+    of equal size, so that own and neighbour sets compare fairly (chapter 05)."""
+    from .localize import kn_sets
+
+    flat = run.attr.scores.reshape(run.attr.scores.shape[0], -1).clone()
+    if kn.shared:
+        flat[:, sorted(kn.shared)] = -float("inf")
+    return kn_sets(flat, top_k=k)
+
+
+def layer_matched_random(sets: list, d_ff: int, seed: int = 0) -> list:
+    """For each set, as many random units, each in the same layer as one of the set's units (a
+    control with the set's layer profile; chapter 05)."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for s in sets:
+        out.append(frozenset((u // d_ff) * d_ff + rng.randrange(d_ff) for u in s))
+    return out

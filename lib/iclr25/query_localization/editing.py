@@ -24,7 +24,7 @@ from torch import nn
 
 from .attribution import _mlp_down
 
-__all__ = ["MODES", "edited", "EditScores", "erase_scores"]
+__all__ = ["MODES", "edited", "EditScores", "erase_scores", "clean_probs"]
 
 MODES = ("erase", "update")
 
@@ -87,25 +87,48 @@ class EditScores:
         return (self.rel + self.gen + self.loc) / 3
 
 
+def _parts(edit_queries, heldout_queries, target, other_queries, other_targets) -> dict:
+    return {"edit": (list(edit_queries), [target] * len(edit_queries)),
+            "heldout": (list(heldout_queries), [target] * len(heldout_queries)),
+            "other": (list(other_queries), list(other_targets))}
+
+
+def _probs(model, tokenizer, parts: dict, batch_size: int) -> dict:
+    from .effects import scaled_prob
+
+    qs = [q for k in parts for q in parts[k][0]]
+    tg = [t for k in parts for t in parts[k][1]]
+    p = scaled_prob(model, tokenizer, qs, tg, [()] * len(qs), batch_size=batch_size)
+    out, i = {}, 0
+    for k in parts:
+        out[k] = p[i:i + len(parts[k][0])]
+        i += len(parts[k][0])
+    return out
+
+
+def clean_probs(model, tokenizer, edit_queries: Sequence[str], heldout_queries: Sequence[str],
+                target: int, other_queries: Sequence[str], other_targets: Sequence[int], *,
+                batch_size: int = 32) -> dict:
+    """The unedited probabilities that :func:`erase_scores` compares with, to compute once and
+    pass as ``before`` when several edits of one fact are scored (chapter 05)."""
+    return _probs(model, tokenizer, _parts(edit_queries, heldout_queries, target, other_queries,
+                                           other_targets), batch_size)
+
+
 def erase_scores(model, tokenizer, units, edit_queries: Sequence[str], heldout_queries: Sequence[str],
                  target: int, other_queries: Sequence[str], other_targets: Sequence[int], *,
                  before: dict | None = None, batch_size: int = 32) -> EditScores:
     """Erase ``units`` and score the edit (see :class:`EditScores`; chapter 05). ``before`` may
     hold the clean probabilities ``{"edit", "heldout", "other"}`` to skip recomputing them."""
-    from .effects import scaled_prob
+    parts = _parts(edit_queries, heldout_queries, target, other_queries, other_targets)
 
-    def probs(qs, tgs):
-        if not len(qs):
-            return torch.empty(0)
-        return scaled_prob(model, tokenizer, qs, tgs, [()] * len(qs), batch_size=batch_size)
+    def probs() -> dict:
+        return _probs(model, tokenizer, parts, batch_size)
 
-    t_edit, t_held = [target] * len(edit_queries), [target] * len(heldout_queries)
     if before is None:
-        before = {"edit": probs(edit_queries, t_edit), "heldout": probs(heldout_queries, t_held),
-                  "other": probs(other_queries, other_targets)}
+        before = probs()
     with edited(model, units, "erase") as n:
-        after = {"edit": probs(edit_queries, t_edit), "heldout": probs(heldout_queries, t_held),
-                 "other": probs(other_queries, other_targets)}
+        after = probs()
 
     def drop(k):
         if not len(before[k]):

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 __all__ = ["CONSISTENCY", "kn_sets", "jaccard", "consistency", "otsu_threshold", "classify",
-           "cas_scores", "cas_set", "layer_histogram"]
+           "cas_scores", "cas_set", "shared_units", "layer_histogram"]
 
 CONSISTENCY = ("pairwise", "strict")
 
@@ -122,6 +122,19 @@ def cas_set(scores: torch.Tensor, threshold: float = 0.3, beta1: float = 1.0, be
     """The consistency-aware KN set: units whose CAS exceeds ``threshold`` x the largest
     (chapter 05)."""
     return kn_sets(cas_scores(scores, beta1, beta2)[None], threshold, max_neurons)[0]
+
+
+def shared_units(sets_by_fact: Sequence[Sequence[frozenset]], max_share: float = 0.5) -> frozenset[int]:
+    """Units that are KNs (of any query) of more than ``max_share`` of the facts: fact-agnostic
+    neurons (e.g. ones that raise every capital's name), not knowledge of one fact (chapter 05)."""
+    if not 0 < max_share <= 1:
+        raise ValueError(f"max_share must be in (0, 1], got {max_share}")
+    count: dict[int, int] = {}
+    for sets in sets_by_fact:
+        for u in frozenset().union(*sets):
+            count[u] = count.get(u, 0) + 1
+    n = len(sets_by_fact)
+    return frozenset(u for u, c in count.items() if c > max_share * n)
 
 
 def layer_histogram(sets: Sequence[frozenset], n_layers: int, d_ff: int) -> np.ndarray:
