@@ -43,7 +43,7 @@ _NB02 = {"smoke": dict(n_obs=1500, max_types=3, max_rules=2, max_len=3, beam_wid
          "book": dict(n_obs=6000, max_types=5, max_rules=3, max_len=3, beam_width=10),
          "paper": dict(n_obs=50000, max_types=8, max_rules=5, max_len=3, beam_width=20)}
 _NB03 = {"smoke": dict(n_obs=1200, max_types=2, max_rules=2, max_len=2, beam_width=5,
-                       budgets=(1, 2), em_iters=8, nn_steps=100, refine_iters=3, tafeng_obs=800),
+                       budgets=(1, 2), em_iters=8, nn_steps=100, refine_iters=3, tafeng_obs=600),
          "book": dict(n_obs=12000, max_types=3, max_rules=3, max_len=3, beam_width=8,
                       budgets=(1, 2, 3), em_iters=30, nn_steps=400, tafeng_obs=3000),
          "paper": dict(n_obs=12000, max_types=6, max_rules=5, max_len=3, beam_width=20,
