@@ -128,6 +128,8 @@ def test_head_probe_ensemble_and_errors():
         probe.HeadProbe().predict(acts)
     rho, oof = probe.ensemble_cv(acts, y, 2, alpha=0.1)
     assert rho > 0.8 and oof.shape == (40,)
+    rho_bad, _ = probe.ensemble_cv(acts, y, 2, alpha=0.1, heads=[(0, 0), (1, 1)])
+    assert rho_bad < 0.5
 
 
 def test_permutation_control_is_low_and_lexical_baseline():
@@ -194,6 +196,16 @@ def test_steering_adds_direction_at_last_position(tiny):
     assert float(diff[0, :-1].abs().max()) == 0.0
     df = steering.generate_steered(model, tok, ["hi", "bye"], D, [-1.0, 0.0], max_new_tokens=3)
     assert list(df.columns) == ["alpha", "prompt", "text"] and len(df) == 4
+    # one batch with a row-wise alpha equals one call per alpha (greedy)
+    prompts = ["hi", "a longer prompt here", "bye now"]
+    big = steering.steering_directions(coef * 50, acts, [(0, 1), (2, 3)])
+    one = steering.generate_steered(model, tok, prompts, big, [-20.0, 0.0, 20.0], max_new_tokens=5)
+    sep = steering.generate_steered(model, tok, prompts, big, [-20.0, 0.0, 20.0], max_new_tokens=5,
+                                    batch_size=1)
+    assert list(one["text"]) == list(sep["text"])
+    assert one[one.alpha == 20.0]["text"].tolist() != one[one.alpha == 0.0]["text"].tolist()
+    grid = steering.steering_grid(model, tok, prompts, {"a": big}, [0.0, 20.0], max_new_tokens=5)
+    assert list(grid.columns) == ["config", "alpha", "prompt", "text"] and len(grid) == 6
     with pytest.raises(ValueError, match="out of range"):
         steering.steering_directions(coef, acts, [(5, 0)])
 
@@ -224,6 +236,17 @@ def test_slant_scorer_fit_predict_validate():
     assert sc.predict(tab["text"]).shape == (len(tab),)
     v = sc.validate(tab)
     assert 0 <= v["auc"] <= 1 and len(v["per_group_auc"]) == 9
+    sct = slant.SlantScorer(_BagEncoder()).fit(tab["text"], tab["y"], tab["topic"])
+    E = _BagEncoder().encode(list(tab["text"]))
+    mean0 = E[(tab["topic"] == "abortion").to_numpy()].mean(0)
+    np.testing.assert_allclose(sct.topic_means_["abortion"], mean0)
+    one = tab[tab["topic"] == "abortion"].iloc[:1]
+    np.testing.assert_allclose(sct.predict(one["text"], one["topic"]),
+                               sct.model_.predict(E[one.index] - mean0))
+    with pytest.raises(ValueError, match="pass topics"):
+        sct.predict(["x"])
+    with pytest.raises(ValueError, match="unknown topic"):
+        sct.predict(["x"], ["taxes"])
     assert slant.auc([0.1, 0.9, 0.5], [0, 1, 1]) == 1.0
     with pytest.raises(RuntimeError, match="not fitted"):
         slant.SlantScorer(_BagEncoder()).predict(["x"])
@@ -248,6 +271,8 @@ def test_personas_outlets_and_real_labels(tiny):
     sen = data.senator_prompts(tok)
     assert len(sen) == 100 and sen.y.sum() == sen.meta["rep"].sum()
     assert not any("(R" in t or "(D" in t for t in sen.texts)
+    sub = data.senator_prompts(tok, 10, seed=1)
+    assert len(sub) == 10 and sub.y.sum() == 5
     with pytest.raises(ValueError, match="valid"):
         data.state_prompts(tok, years=(2013,))
     with pytest.raises(ValueError, match="n_cues"):

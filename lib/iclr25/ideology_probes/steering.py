@@ -81,25 +81,84 @@ def steer_heads(model: nn.Module, directions: dict[int, torch.Tensor], alpha: fl
         yield iv
 
 
+class _RowAlphas:
+    """The edit of a batch in which each row has its own alpha: ``x + alpha_row * d_layer``."""
+
+    def __init__(self, dirs: dict[int, torch.Tensor], alpha_rows: torch.Tensor) -> None:
+        self.dirs, self.alpha_rows = dirs, alpha_rows
+
+    def __call__(self, x: torch.Tensor, layer: int) -> torch.Tensor:
+        if x.shape[0] != len(self.alpha_rows):
+            raise RuntimeError(f"a batch of {x.shape[0]} rows but {len(self.alpha_rows)} alphas")
+        a = self.alpha_rows.to(device=x.device, dtype=x.dtype).view(-1, *([1] * (x.dim() - 1)))
+        return x + a * self.dirs[layer].to(device=x.device, dtype=x.dtype)
+
+
 def generate_steered(model: nn.Module, tokenizer, prompts: Sequence[str],
                      directions: dict[int, torch.Tensor] | None, alphas: Sequence[float], *,
-                     max_new_tokens: int = 40, batch_size: int = 16,
+                     max_new_tokens: int = 40, batch_size: int | None = None,
                      desc: str | None = "steering") -> pd.DataFrame:
     """Greedy continuations of ``prompts`` (already chat-formatted, e.g.
     :func:`~iclr25.ideology_probes.data.steering_prompts`) for each ``alpha``: a table with
     ``alpha``, ``prompt`` (index), ``text``. ``alpha = 0`` (or ``directions=None``) is the
     unsteered model.
 
+    All (alpha, prompt) rows decode in one batch of :func:`iclr25.lm.generate_batch`, each row
+    with its own alpha (``batch_size=None``); the row order is the one ``generate_batch`` uses
+    (prompts sorted by length, stable), and the tests check that the texts equal one call per
+    alpha. An int ``batch_size`` instead runs one call per alpha.
+
     Defined in chapter 10 (ideology probes)."""
-    rows = []
-    for a in progress(list(alphas), desc=desc):
-        ctx = (steer_heads(model, directions, float(a)) if directions and a != 0
-               else contextlib.nullcontext())
-        with ctx:
-            gens = lm.generate_batch(model, tokenizer, list(prompts), chat=False,
-                                     max_new_tokens=max_new_tokens, batch_size=batch_size)
-        rows += [{"alpha": float(a), "prompt": i, "text": t} for i, t in enumerate(gens.texts)]
-    return pd.DataFrame(rows)
+    alphas = [float(a) for a in alphas]
+    prompts = list(prompts)
+    if not alphas or not prompts:
+        raise ValueError("need at least one alpha and one prompt")
+    if batch_size is not None or not directions:
+        rows = []
+        for a in progress(alphas, desc=desc):
+            ctx = (steer_heads(model, directions, a) if directions and a != 0
+                   else contextlib.nullcontext())
+            with ctx:
+                gens = lm.generate_batch(model, tokenizer, prompts, chat=False,
+                                         max_new_tokens=max_new_tokens, batch_size=batch_size or 16)
+            rows += [{"alpha": a, "prompt": i, "text": t} for i, t in enumerate(gens.texts)]
+        return pd.DataFrame(rows)
+    jobs = [(a, i) for a in alphas for i in range(len(prompts))]
+    texts = [prompts[i] for _, i in jobs]
+    lens = [len(tokenizer(t)["input_ids"]) for t in texts]            # as generate_batch encodes
+    order = sorted(range(len(jobs)), key=lambda k: -lens[k])          # and sorts them
+    alpha_rows = torch.tensor([jobs[k][0] for k in order], dtype=torch.float32)
+    dirs = {int(l): torch.as_tensor(v) for l, v in directions.items()}
+    with lm.intervene(model, "heads", _RowAlphas(dirs, alpha_rows), layers=sorted(dirs),
+                      positions=-1):
+        gens = lm.generate_batch(model, tokenizer, texts, chat=False,
+                                 max_new_tokens=max_new_tokens, batch_size=len(texts))
+    return pd.DataFrame([{"alpha": a, "prompt": i, "text": t} for (a, i), t in zip(jobs, gens.texts)])
+
+
+def steering_grid(model: nn.Module, tokenizer, prompts: Sequence[str],
+                  configs: dict[str, dict[int, torch.Tensor]], alphas: Sequence[float], *,
+                  max_new_tokens: int = 40) -> pd.DataFrame:
+    """:func:`generate_steered` for several head sets (``{name: directions}``), each set's
+    non-zero alphas in one batch, the unsteered ``alpha = 0`` texts generated once and shared:
+    a table with ``config``, ``alpha``, ``prompt``, ``text``.
+
+    Defined in chapter 10 (ideology probes)."""
+    if not configs:
+        raise ValueError("configs is empty: pass {name: directions}")
+    alphas = [float(a) for a in alphas]
+    base = generate_steered(model, tokenizer, prompts, None, [0.0], max_new_tokens=max_new_tokens,
+                            desc=None) if 0.0 in alphas else None
+    parts = []
+    for name in progress(list(configs), desc="head sets"):
+        df = generate_steered(model, tokenizer, prompts, configs[name],
+                              [a for a in alphas if a != 0.0], max_new_tokens=max_new_tokens)
+        if base is not None:
+            df = pd.concat([base, df], ignore_index=True)
+        parts.append(df.assign(config=name))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["config", "alpha", "prompt", "text"]].sort_values(["config", "alpha", "prompt"],
+                                                                  kind="stable").reset_index(drop=True)
 
 
 def random_heads(n_layers: int, n_heads: int, k: int, *, seed: int = 0,
@@ -124,27 +183,3 @@ def heads_in_layers(rho: np.ndarray, layers: Sequence[int], k: int) -> list[tupl
     H = rho.shape[1]
     return [(int(i // H), int(i % H)) for i in flat]
 
-
-def steering_grid(model: nn.Module, tokenizer, prompts: Sequence[str],
-                  configs: dict[str, dict[int, torch.Tensor]], alphas: Sequence[float], *,
-                  max_new_tokens: int = 40, batch_size: int = 16) -> pd.DataFrame:
-    """:func:`generate_steered` for several head sets (``{name: directions}``), generating the
-    unsteered ``alpha = 0`` texts once and sharing them: a table with ``config``, ``alpha``,
-    ``prompt``, ``text``.
-
-    Defined in chapter 10 (ideology probes)."""
-    if not configs:
-        raise ValueError("configs is empty: pass {name: directions}")
-    alphas = [float(a) for a in alphas]
-    base = generate_steered(model, tokenizer, prompts, None, [0.0], max_new_tokens=max_new_tokens,
-                            batch_size=batch_size, desc="alpha 0") if 0.0 in alphas else None
-    parts = []
-    for name, dirs in configs.items():
-        df = generate_steered(model, tokenizer, prompts, dirs, [a for a in alphas if a != 0.0],
-                              max_new_tokens=max_new_tokens, batch_size=batch_size, desc=name)
-        if base is not None:
-            df = pd.concat([base, df], ignore_index=True)
-        parts.append(df.assign(config=name))
-    out = pd.concat(parts, ignore_index=True)
-    return out[["config", "alpha", "prompt", "text"]].sort_values(["config", "alpha", "prompt"],
-                                                                  kind="stable").reset_index(drop=True)
