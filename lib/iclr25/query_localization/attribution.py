@@ -264,8 +264,6 @@ class _Prefix:
     def prob(self, model, downs, target: int, sets: dict, n_rows: int, grad: bool) -> torch.Tensor:
         """Target probability of ``n_rows`` copies of the last token, with the units of layer l
         in rows ``sets[l][0]`` set to ``sets[l][1]``."""
-        import copy
-
         def make(l):
             rows, val = sets[l]
 
@@ -274,6 +272,13 @@ class _Prefix:
                 out[rows, -1] = val.to(out.dtype)
                 return (out,) + tuple(args[1:])
             return pre
+
+        return self.run(model, {l: (downs[l], make(l)) for l in sets}, target, n_rows, grad)
+
+    def run(self, model, hooks: dict, target: int, n_rows: int, grad: bool = False) -> torch.Tensor:
+        """Target probability of ``n_rows`` copies of the last token on the cached prefix, with
+        ``hooks[l] = (module, forward pre-hook)`` installed."""
+        import copy
 
         ids = torch.full((n_rows, 1), self.last, device=self.device)
         kw = {}
@@ -284,7 +289,7 @@ class _Prefix:
             kw = {self.kw: cache, "use_cache": True}
         mask = torch.ones((n_rows, self.T), dtype=torch.long, device=self.device)
         pos = torch.full((n_rows, 1), self.T - 1, device=self.device)
-        hs = [downs[l].register_forward_pre_hook(make(l)) for l in sets]
+        hs = [mod.register_forward_pre_hook(fn) for mod, fn in hooks.values()]
         try:
             with torch.set_grad_enabled(grad):
                 logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,

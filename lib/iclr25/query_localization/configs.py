@@ -51,7 +51,7 @@ RUNS = {
     "smoke": dict(n_candidates=12, n_queries=4, max_facts=8, path="grad_x_act", n_steps=1,
                   n_seen=2, n_other=8),
     "book": dict(n_candidates=120, n_queries=5, max_facts=40, path="joint", n_steps=20,
-                 n_seen=3, n_other=20),
+                 n_seen=3, n_other=10),
     "paper": dict(n_candidates=1000, n_queries=6, max_facts=None, path="per_layer", n_steps=20,
                   n_seen=4, n_other=50),
 }

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..lm._common import position_ids
-from .attribution import _encode, _mlp_down
+from .attribution import _encode, _mlp_down, _Prefix
 
 __all__ = ["scaled_prob", "delta_prob", "scale_attention", "subject_positions",
            "last_position_units"]
@@ -39,35 +39,40 @@ def scaled_prob(model: nn.Module, tokenizer, prompts: Sequence[str], targets,
     d_ff = downs[0].in_features
     n_units = len(downs) * d_ff
     device = next(model.parameters()).device
-    out = []
-    for s in range(0, len(prompts), batch_size):
-        sl = slice(s, s + batch_size)
-        ids, mask = _encode(tokenizer, prompts[sl], device)
-        B = ids.shape[0]
-        mult = torch.ones(B, n_units)
-        for r, units in enumerate(unit_sets[sl]):
-            u = torch.as_tensor(sorted(units), dtype=torch.long)
-            if len(u) and (int(u.min()) < 0 or int(u.max()) >= n_units):
-                raise IndexError(f"unit ids must be in [0, {n_units})")
-            mult[r, u] = factor
-        mult = mult.reshape(B, len(downs), d_ff).to(device)
+    if all(len(u) == 0 for u in unit_sets):      # clean probabilities: plain batches
+        from .attribution import _forward_prob
 
-        def make(l):
-            def pre(mod, args):
-                x = args[0].clone()
-                x[:, -1] = x[:, -1] * mult[:, l].to(x.dtype)
-                return (x,) + tuple(args[1:])
-            return pre
-        hs = [d.register_forward_pre_hook(make(l)) for l, d in enumerate(downs)]
-        try:
-            with torch.no_grad():
-                logits = model(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask),
-                               logits_to_keep=1).logits[:, -1].float()
-        finally:
-            for h in hs:
-                h.remove()
-        out.append(torch.softmax(logits, -1).gather(1, targets[sl, None].to(device)).squeeze(1).cpu())
-    return torch.cat(out)
+        with torch.no_grad():
+            return torch.cat([_forward_prob(model, *_encode(tokenizer, prompts[s:s + batch_size], device),
+                                            targets[s:s + batch_size]).cpu()
+                              for s in range(0, len(prompts), batch_size)]) if prompts else torch.empty(0)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for r, (p, t) in enumerate(zip(prompts, targets.tolist())):
+        groups.setdefault((p, int(t)), []).append(r)
+    out = torch.empty(len(prompts))
+    # rows of one prompt differ only at its last position: its first T - 1 tokens run once
+    for (prompt, tg), rows in groups.items():
+        prefix = _Prefix(model, tokenizer, prompt, device)
+        for s in range(0, len(rows), batch_size):
+            part = rows[s:s + batch_size]
+            mult = torch.ones(len(part), n_units)
+            for k, r in enumerate(part):
+                u = torch.as_tensor(sorted(unit_sets[r]), dtype=torch.long)
+                if len(u) and (int(u.min()) < 0 or int(u.max()) >= n_units):
+                    raise IndexError(f"unit ids must be in [0, {n_units})")
+                mult[k, u] = factor
+            mult = mult.reshape(len(part), len(downs), d_ff).to(device)
+
+            def make(l, mult=mult):
+                def pre(mod, args):
+                    x = args[0].clone()
+                    x[:, -1] = x[:, -1] * mult[:, l].to(x.dtype)
+                    return (x,) + tuple(args[1:])
+                return pre
+            touched = [l for l in range(len(downs)) if bool((mult[:, l] != 1).any())]
+            p = prefix.run(model, {l: (downs[l], make(l)) for l in touched}, tg, len(part))
+            out[part] = p.detach().cpu()
+    return out
 
 
 def delta_prob(after: torch.Tensor, before: torch.Tensor) -> torch.Tensor:
