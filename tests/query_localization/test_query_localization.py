@@ -290,7 +290,7 @@ def test_configs():
         ql.configs.config("smoke", n_stepz=3)
     with pytest.raises(ProfileError, match="valid profiles"):
         ql.configs.config("huge")
-    with pytest.raises(ValueError, match="valid: grad_x_act"):
+    with pytest.raises(ValueError, match="valid: joint, per_layer, grad_x_act"):
         ql.configs.config("smoke", path="captum")
     with pytest.raises(ValueError, match="n_seen"):
         ql.configs.config("smoke", n_seen=4)
