@@ -39,7 +39,7 @@ from iclr25 import ideology_probes as ip
 
 def _synthetic(n: int, G: int, d: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, G, d)).astype(np.float32) * 0.3
+    X = rng.normal(size=(n, G, d)) * 0.3          # float64, as the probes solve
     y = X[:, G // 2] @ rng.normal(size=d) + 0.5 * rng.normal(size=n)
     return X, y
 
