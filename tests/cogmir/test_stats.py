@@ -90,3 +90,31 @@ def test_rate_and_identical_groups():
     same = stats.permutation_test([1, 0, 1], [1, 0, 1], paired=True)
     assert same.p_value == 1.0 and same.difference == 0.0
     assert math.isclose(stats.mean_difference([1, 1], [0, 1]), 0.5)
+
+
+def test_trend_test_rho_matches_scipy_and_exact_enumeration():
+    pos = np.array([1, 2, 3, 1, 2, 3])
+    val = np.array([0.9, 0.7, 0.75, 0.8, 0.6, 0.5])
+    grp = np.array([0, 0, 0, 1, 1, 1])
+    r = stats.trend_test(pos, val, grp)
+    assert r.rho == pytest.approx(sps.spearmanr(pos, val).statistic)
+    # brute force: all 3! x 3! within-story arrangements
+    rhos = []
+    for p0 in itertools.permutations([0.9, 0.7, 0.75]):
+        for p1 in itertools.permutations([0.8, 0.6, 0.5]):
+            rhos.append(sps.spearmanr(pos, list(p0) + list(p1)).statistic)
+    assert r.exact and r.n_arrangements == 36
+    assert r.p_value == pytest.approx(np.mean(np.array(rhos) <= r.rho + 1e-12))
+
+
+def test_trend_test_monte_carlo_detects_a_decline_and_not_noise():
+    rng = np.random.default_rng(0)
+    pos = np.tile(np.arange(1, 6), 10)
+    grp = np.repeat(np.arange(10), 5)
+    falling = 1.0 - 0.1 * pos + rng.normal(0, 0.05, len(pos))
+    r = stats.trend_test(pos, falling, grp, n_perm=2000, seed=1)
+    assert not r.exact and r.rho < -0.8 and r.p_value < 0.01
+    flat = rng.normal(0, 1, len(pos))
+    assert stats.trend_test(pos, flat, grp, n_perm=2000, seed=1).p_value > 0.05
+    with pytest.raises(ValueError, match="one length"):
+        stats.trend_test(pos, flat[:-1], grp)

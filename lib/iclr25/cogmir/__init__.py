@@ -20,5 +20,5 @@ from .discriminators import (LLMJudge, OptionScorer, expected_rating, parse_choi
 from .protocols import (authority_trials, ben_franklin_trials, confirmation_trials,
                         control_trials, gambler_trials, halo_trials, herd_trials)
 from .scenes import Broadcast, OneToOne, RatingTrial, Scene, Trial
-from .stats import Rate, bias_rate, permutation_test, wilson_interval
+from .stats import Rate, bias_rate, permutation_test, trend_test, wilson_interval
 from .rumor import chain_metrics, rumor_chain, shuffled_sentence_null
