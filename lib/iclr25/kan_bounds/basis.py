@@ -126,6 +126,22 @@ def local_bspline(t: torch.Tensor, k: int) -> list[torch.Tensor]:
     return N
 
 
+def local_bspline_slopes(t: torch.Tensor, k: int) -> list[torch.Tensor]:
+    """Derivatives, on unit knots, of the ``k + 1`` splines :func:`local_bspline` returns:
+    ``d/dt B_{m-k+r,k} = B_{m-k+r,k-1} - B_{m-k+r+1,k-1}`` (divide by the spacing ``h`` for
+    ``d/dx``). Needs ``k >= 1``."""
+    low = local_bspline(t, k - 1)                        # k values: B_{m-k+1+r, k-1}
+    slopes = []
+    for r in range(k + 1):
+        v = torch.zeros_like(t)
+        if r >= 1:
+            v = v + low[r - 1]
+        if r <= k - 1:
+            v = v - low[r]
+        slopes.append(v)
+    return slopes
+
+
 def _locate(x: torch.Tensor, lo: float, h: float, G: int, k: int):
     """Interval index ``m`` on the extended grid, local position ``t`` and the in-support mask."""
     u = (x - (lo - k * h)) / h
@@ -162,16 +178,8 @@ class _UniformBSpline(torch.autograd.Function):
         if k == 0:
             return torch.zeros_like(x), None, None, None, None
         m, t, inside = _locate(x, lo, h, G, k)
-        low = local_bspline(t, k - 1)                        # k values: B_{m-k+1+r, k-1}
         # d/dx B_{j,k} = (B_{j,k-1} - B_{j+1,k-1}) / h; in local offsets r = 0..k
-        dvals = []
-        for r in range(k + 1):
-            v = torch.zeros_like(t)
-            if r >= 1:
-                v = v + low[r - 1]
-            if r <= k - 1:
-                v = v - low[r]
-            dvals.append(v / h)
+        dvals = [v / h for v in local_bspline_slopes(t, k)]
         K = G + k
         pad = torch.nn.functional.pad(grad_out, (k, k))  # index j + k
         idx = (m.clamp(0, G + 2 * k - 1) - k)[..., None] + torch.arange(k + 1, device=x.device) + k
@@ -257,13 +265,5 @@ def bspline_max_slope(k: int, h: float = 1.0) -> float:
     if k == 0:
         return 0.0
     t = torch.linspace(0, 1, 20001, dtype=torch.float64)[:-1]
-    low = local_bspline(t, k - 1)
-    best = 0.0
-    for r in range(k + 1):
-        v = torch.zeros_like(t)
-        if r >= 1:
-            v = v + low[r - 1]
-        if r <= k - 1:
-            v = v - low[r]
-        best = max(best, float(v.abs().max()))
+    best = max(float(v.abs().max()) for v in local_bspline_slopes(t, k))
     return best / h

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .basis import SILU_MAX_SLOPE, local_bspline
+from .basis import SILU_MAX_SLOPE, local_bspline_slopes
 from .model import KANLayer, RKHSLayer
 
 __all__ = ["bspline_kappa", "silu_sup", "LayerTerms", "layer_terms", "entropy", "dudley",
@@ -95,15 +95,7 @@ def bspline_kappa(k: int, h: float = 1.0) -> float:
     if k == 0:
         return 0.0
     t = torch.linspace(0, 1, 20001, dtype=torch.float64)
-    low = local_bspline(t, k - 1)
-    sq = torch.zeros_like(t)
-    for r in range(k + 1):
-        v = torch.zeros_like(t)
-        if r >= 1:
-            v = v + low[r - 1]
-        if r <= k - 1:
-            v = v - low[r]
-        sq = sq + v * v
+    sq = sum(v * v for v in local_bspline_slopes(t, k))
     return math.sqrt(float(sq.max())) / h
 
 
