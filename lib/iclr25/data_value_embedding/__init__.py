@@ -16,7 +16,10 @@ Public API
   :func:`influence_function_validated` (damping chosen on held-out validation data above
   ``|lambda_min|``, :func:`damping_grid`, :class:`DampedIF`), :func:`tracin`, :func:`grad_dot`,
   and the score :func:`mean_spearman`;
-- the language-model run: :func:`train_tinygpt_sgd` (in :mod:`.lm`);
+- the language-model runs (in :mod:`.lm`): :func:`pythia_like` (Pythia's GPT-NeoX class at book
+  scale), :func:`make_lm`, :func:`train_lm` (AdamW with the SGD proxy, or SGD),
+  :func:`train_tinygpt_sgd`, :func:`iteration_influence` (Fig. 1a's curve),
+  :func:`regime_summary`, :func:`regimes_run` (one panel of the sweep);
 - configs per profile: :func:`fig3`, :func:`recursion`, :func:`regimes`.
 """
 
@@ -26,7 +29,8 @@ from .baselines import (DampedIF, damping_grid, grad_dot, influence_function,
 from .configs import Fig3Config, RecursionConfig, RegimesConfig, fig3, recursion, regimes
 from .embed import (METHODS, DVEmb, compute_dvemb, explicit_product_dvemb, influence,
                     influence_checkpointing)
-from .lm import train_tinygpt_sgd, lr_schedule
+from .lm import (ARCHS, OPTIMIZERS, CausalLM, iteration_influence, lr_schedule, make_lm,
+                 pythia_like, regime_summary, regimes_run, train_lm, train_tinygpt_sgd)
 from .mlp import (MLP, REMOVALS, Schedule, gauss_newton_hessian, hessian, load_digits_split, load_mnist_idx, make_schedule,
                   per_sample_grads, train_mlp, tsloo_exact)
 from .recorder import GradRecorder, Probe, Records
@@ -39,6 +43,7 @@ __all__ = [
     "per_sample_grads", "hessian", "gauss_newton_hessian", "REMOVALS",
     "influence_function", "influence_function_sweep", "influence_function_validated",
     "damping_grid", "DampedIF", "mean_spearman", "tracin", "grad_dot",
-    "train_tinygpt_sgd", "lr_schedule",
+    "train_tinygpt_sgd", "lr_schedule", "train_lm", "CausalLM", "pythia_like", "make_lm", "ARCHS",
+    "OPTIMIZERS", "iteration_influence", "regime_summary", "regimes_run",
     "Fig3Config", "RecursionConfig", "RegimesConfig", "fig3", "recursion", "regimes",
 ]
