@@ -245,13 +245,51 @@ def test_mc_questions():
     assert q.options[q.answer] == cur
 
 
+def test_prompt_families_share_questions_and_answers():
+    base = rp.mc_questions(2, 4, seed=1)
+    for fam in rp.FAMILIES:
+        qs = rp.mc_questions(2, 4, seed=1, family=fam)
+        assert [q.options for q in qs] == [q.options for q in base]
+        assert [q.answer for q in qs] == [q.answer for q in base]
+    q = rp.mc_questions(3, 1, seed=2, family="code")[0]
+    assert 'nxt[nxt[nxt["' in q.prompt
+    assert "great-grandparent" in rp.mc_questions(3, 1, seed=2, family="relatives")[0].prompt
+    # relatives: follow "B is the parent of A." by hand
+    q = rp.mc_questions(2, 1, seed=3, family="relatives")[0]
+    parent = {l.split(" is the parent of ")[1][:-1]: l.split(" is ")[0]
+              for l in q.prompt.splitlines() if " is the parent of " in l}
+    cur = q.prompt.split("grandparent of ")[1].split("?")[0]
+    assert q.options[q.answer] == parent[parent[cur]]
+    with pytest.raises(ValueError, match="unknown family"):
+        rp.mc_questions(1, 1, family="riddles")
+
+
+def test_wilson_interval_closed_form():
+    lo, hi = rp.wilson_interval(5, 10)
+    z = 1.96
+    c = (0.5 + z * z / 20) / (1 + z * z / 10)
+    h = z * math.sqrt(0.025 + z * z / 400) / (1 + z * z / 10)
+    assert abs(lo - (c - h)) < 1e-12 and abs(hi - (c + h)) < 1e-12
+    lo0, _ = rp.wilson_interval(0, 20)
+    assert lo0 <= 1e-12
+    with pytest.raises(ValueError):
+        rp.wilson_interval(3, 2)
+
+
 # ---- configs -----------------------------------------------------------------------------------
 
 def test_configs():
     assert rp.depth_config("smoke").layers == (1, 2)
     assert rp.depth_config("smoke", layers=[1, 3]).layers == (1, 3)
-    assert rp.depth_config("smoke", layers=[1, 3]).noic_layers == ()   # (2,) is not trained
-    assert rp.depth_config("book").noic_layers == (2,)
+    book = rp.depth_config("book")
+    assert book.max_depth >= 4 and 2 in book.layers and book.order == "composable"
+    assert book.n_symbols >= book.n_chains * (book.max_depth + 1)
+    with pytest.raises(ValueError, match="unknown order"):
+        rp.depth_config("smoke", order="sorted")
+    with pytest.raises(ValueError, match="n_noic_seeds"):
+        rp.emergence_config("smoke", n_noic_seeds=5)
+    with pytest.raises(ValueError, match="unknown prompt families"):
+        rp.lm_config("smoke", families=("riddles",))
     with pytest.raises(ValueError, match="positive integers"):
         rp.depth_config("smoke", layers=[0, 1])
     assert rp.emergence_config("book").n_seeds >= 2
@@ -259,3 +297,139 @@ def test_configs():
         rp.depth_config("smoke", n_layer=3)
     with pytest.raises(ProfileError, match="valid profiles"):
         rp.lm_config("huge")
+
+
+# ---- the composable order and Theorem 1's information flow --------------------------------------
+
+def test_composition_ranks_small_cases():
+    # D = 4 (t = 2): the query takes fact 1, then the segment 2-4 assembled at fact 3
+    assert rp.composition_ranks(4).tolist() == [0, 0, 1, 0]
+    assert rp.composition_ranks(1).tolist() == [0]
+    r13 = rp.composition_ranks(13)
+    assert r13[8] == 2 and r13[5] == 1 and r13[11] == 1 and r13[2] == 1
+    with pytest.raises(ValueError, match="positive integer"):
+        rp.composition_ranks(0)
+
+
+@pytest.mark.parametrize("Dm", [2, 4, 5, 13])
+def test_composable_sampler_agrees_with_loop_and_brute_force(Dm):
+    task = rp.RetrievalTask(n_symbols=3 * (Dm + 1) + 1, n_chains=3, max_depth=Dm, order="composable")
+    a, b = task.sample(40, 3), task.sample(40, 3, sampler="loop")
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(rp.follow_chain(task, a.X), a.y)
+    ranks = rp.composition_ranks(Dm)
+    for ex in a.hop_pos:   # within the chain, higher rank always comes later
+        for i in range(Dm):
+            for j in range(Dm):
+                if ranks[i] < ranks[j]:
+                    assert ex[i] < ex[j]
+    with pytest.raises(ValueError, match="unknown order"):
+        rp.RetrievalTask(order="sorted")
+
+
+def _reach_brute(pos, t):
+    """Theorem 1's flow by sets: each position knows a set of chain tokens (c_0..c_D)."""
+    n = len(pos)
+    know = [{i, i + 1} for i in range(n)]           # fact i holds tokens c_i -> c_{i+1}
+    q = {0}
+    for _ in range(t):
+        newk = [set(s) for s in know]
+        for i in range(n):
+            for j in range(n):
+                if pos[j] <= pos[i] and know[i] & know[j]:
+                    newk[i] |= know[j]
+        newq = set(q)
+        for j in range(n):
+            if q & know[j]:
+                newq |= know[j]
+        know, q = newk, newq
+    D = 0
+    while D + 1 in q:
+        D += 1
+    return D
+
+
+def test_reach_against_sets_and_the_theorem():
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        n = int(rng.integers(1, 10))
+        pos = rng.permutation(20)[:n]
+        for t in range(4):
+            r = rp.reach(pos[None], t)[0]
+            assert r == _reach_brute(list(pos), t) == rp.reach_loop(pos, t)
+            assert r <= (3 ** t // 2 if t else 0)   # never beyond Theorem 1's capacity
+    for Dm in (4, 13):
+        task = rp.RetrievalTask(n_symbols=3 * (Dm + 1), n_chains=3, max_depth=Dm, order="composable")
+        hp = task.sample(50, 1).hop_pos
+        for t in (1, 2, 3):   # the composable order reaches the capacity exactly
+            assert (rp.reach(hp, t) == min(Dm, rp.max_depth(t))).all()
+    rnd = rp.RetrievalTask(n_symbols=20, n_chains=3, max_depth=4).sample(2000, 2).hop_pos
+    frac = (rp.reach(rnd, 2) >= 4).mean()   # random order: only when fact 3 follows facts 2 and 4
+    assert abs(frac - 1 / 3) < 0.04
+    with pytest.raises(ValueError, match="hop_pos"):
+        rp.reach(np.zeros(3), 1)
+
+
+# ---- activation patching ------------------------------------------------------------------------
+
+def _manual_patched(model, Xc, Xs, heads, pos=-1):
+    """A hand-written forward of TinyGPT with per-head outputs patched at ``pos``."""
+    def run(X, patch=None):
+        x = model.tok_emb(X) + model.pos_emb(torch.arange(X.shape[1]))
+        outs = []
+        for l, blk in enumerate(model.blocks):
+            h = blk.ln1(x)
+            B, T, D = h.shape
+            q, k, v = blk.attn.qkv(h).split(D, dim=-1)
+            H, hd = model.cfg.n_heads, model.cfg.head_dim
+            q, k, v = (z.view(B, T, H, hd).transpose(1, 2) for z in (q, k, v))
+            s = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+            s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+            y = (s.softmax(-1) @ v)                                   # (B, H, T, hd)
+            outs.append(y.clone())
+            if patch is not None:
+                for (pl, ph) in heads:
+                    if pl == l:
+                        y[:, ph, pos] = patch[l][:, ph, pos]
+            x = x + blk.attn.proj(y.transpose(1, 2).reshape(B, T, D))
+            x = x + blk.mlp(blk.ln2(x))
+        return model.head(model.ln_f(x)), outs
+    with torch.no_grad():
+        _, src = run(Xs)
+        logits, _ = run(Xc, src)
+    return logits[:, -1, :model.retrieval_task.n_symbols].argmax(-1).numpy()
+
+
+def test_patch_heads_against_a_manual_forward():
+    task = rp.RetrievalTask(n_symbols=12, n_chains=3, max_depth=2)
+    model = rp.make_model(task, 2, d_model=32, n_heads=2, init_std=0.3, seed=1)
+    b = task.sample(64, 0)
+    Xs, ys = rp.swap_query(task, b)
+    np.testing.assert_array_equal(rp.follow_chain(task, Xs), ys)
+    assert (ys != b.y).all()
+    Xc = torch.from_numpy(b.X)
+    np.testing.assert_array_equal(rp.patch_heads(model, b.X, b.X, [(0, 0), (1, 1)]),
+                                  rp.predict(model, b.X))
+    np.testing.assert_array_equal(rp.patch_heads(model, b.X, Xs, []), rp.predict(model, b.X))
+    for heads in ([(1, 0)], [(0, 1), (1, 1)], [(0, 0), (0, 1), (1, 0), (1, 1)]):
+        got = rp.patch_heads(model, b.X, Xs, heads)
+        np.testing.assert_array_equal(got, _manual_patched(model, Xc, torch.from_numpy(Xs), heads))
+    with pytest.raises(ValueError, match="no such head"):
+        rp.patch_heads(model, b.X, Xs, [(2, 0)])
+    with pytest.raises(ValueError, match="same shape"):
+        rp.patch_heads(model, b.X, Xs[:3], [(0, 0)])
+
+
+def test_staged_curriculum_and_depth_ranges():
+    assert [rp.stage_depth(s, 300, 4) for s in (0, 99, 100, 199, 200, 299)] == [2, 2, 3, 3, 4, 4]
+    assert rp.stage_depth(50, 100, 2) == 2
+    task = rp.RetrievalTask(n_symbols=20, n_chains=3, max_depth=4)
+    b = task.sample(500, 0, depth=(2, 3))
+    assert set(b.depth.tolist()) == {2, 3}
+    np.testing.assert_array_equal(rp.follow_chain(task, b.X), b.y)
+    with pytest.raises(ValueError, match="depth range"):
+        task.sample(2, 0, depth=(0, 2))
+    model = rp.make_model(task, 1, d_model=16, n_heads=1)
+    res = rp.train_retrieval(model, task, n_steps=3, ic="staged", batch_size=8, eval_every=3, eval_n=8)
+    assert res.eval_step == [0, 3]

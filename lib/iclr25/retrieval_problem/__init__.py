@@ -22,18 +22,23 @@ Public API
 
 from .configs import (DepthConfig, EmergenceConfig, LMConfig, depth_config, emergence_config,
                       lm_config)
-from .language import LETTERS, NAMES, MCQuestion, mc_questions, render_mc, score_mc
+from .language import (FAMILIES, LETTERS, NAMES, MCQuestion, mc_questions, render_mc, score_mc,
+                       wilson_interval)
 from .model import (TrainResult, ablate_heads, accuracy, accuracy_by_depth, attention_maps,
+                    patch_heads, stage_depth, swap_query,
                     emergence_times, heads_for_hop, hop_score_history, hop_scores, make_model,
                     predict, train_retrieval)
-from .task import (IC_MODES, SAMPLERS, Batch, RetrievalTask, depth_table, follow_chain,
+from .task import (IC_MODES, ORDERS, SAMPLERS, Batch, RetrievalTask, composition_ranks,
+                   depth_table, follow_chain, reach, reach_loop,
                    max_depth, min_layers)
 from . import plots  # noqa: E402
 
 __all__ = [
     "RetrievalTask", "Batch", "follow_chain", "min_layers", "max_depth", "depth_table",
-    "IC_MODES", "SAMPLERS",
-    "NAMES", "LETTERS", "MCQuestion", "render_mc", "mc_questions", "score_mc",
+    "IC_MODES", "SAMPLERS", "ORDERS", "composition_ranks", "reach", "reach_loop", "patch_heads",
+    "swap_query", "stage_depth",
+    "NAMES", "LETTERS", "MCQuestion", "render_mc", "mc_questions", "score_mc", "FAMILIES",
+    "wilson_interval",
     "make_model", "TrainResult", "train_retrieval", "predict", "accuracy", "accuracy_by_depth",
     "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "hop_score_history",
     "heads_for_hop",

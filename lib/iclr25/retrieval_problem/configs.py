@@ -20,27 +20,30 @@ __all__ = ["LMConfig", "DepthConfig", "EmergenceConfig", "lm_config", "depth_con
 class LMConfig:
     """Notebook 01: zero-shot multiple choice with SmolLM2."""
 
-    n_per_depth: int          # questions per depth (paper: 500 per formulation)
+    n_per_depth: int          # questions per depth and prompt family (paper: 500 per formulation)
     max_depth: int = 6        # D = 1..max_depth
+    families: tuple = ("mentor", "arrows", "code", "relatives")  # prompt families (ours)
     model: str = "smollm2-135m-instruct"
     seed: int = 0
 
 
 @dataclass(frozen=True)
 class DepthConfig:
-    """Notebook 02: accuracy over (layers t, depth D), with and without the curriculum."""
+    """Notebook 02: accuracy over (layers t, depth D) with the implicit curriculum, next to the
+    ideal information flow of Theorem 1 in the same contexts."""
 
     layers: tuple             # t values (paper: 1..4+)
     max_depth: int            # Dmax of the task (the heatmap's D axis)
     n_steps: int              # training steps per model (paper: 24k)
-    noic_layers: tuple = (2,) # t values also trained without the curriculum (the ablation)
+    order: str = "composable" # context order (see RetrievalTask.order)
     n_seeds: int = 1          # models per cell (paper: 64)
     n_symbols: int = 16       # alphabet V
     n_chains: int = 3         # chains in the context (chance = 1/n_chains)
     batch_size: int = 128     # paper: 128
     lr: float = 3e-3
     d_model: int = 64
-    n_heads: int = 2
+    n_heads: int = 2          # enough in principle: a fact joins its left and its right segment
+    init_std: float | None = 0.1   # TransformerLens's 0.8 / sqrt(d_model)
     eval_n: int = 512         # test examples per depth
     seed: int = 0
 
@@ -61,6 +64,8 @@ class EmergenceConfig:
     d_model: int = 64
     n_heads: int = 2
     threshold: float = 0.5    # hop score at which a head has "emerged"
+    n_noic_seeds: int = 3     # seeds also trained without the curriculum (D = Dmax only)
+    n_patch: int = 256        # examples for activation patching
     eval_n: int = 256
     # TransformerLens's 0.8 / sqrt(d_model): with GPT-2's scheme (None) two of three seeds had
     # not learned D = 2 after 1,200 steps; with this one every seed of eight learns it by ~400
@@ -68,19 +73,23 @@ class EmergenceConfig:
     seed: int = 0
 
 
-LM = {"smoke": {"n_per_depth": 4}, "book": {"n_per_depth": 30}, "paper": {"n_per_depth": 500}}
+LM = {"smoke": {"n_per_depth": 2}, "book": {"n_per_depth": 30},
+      "paper": {"n_per_depth": 500, "max_depth": 8}}
 DEPTH = {
-    "smoke": {"layers": (1, 2), "max_depth": 2, "n_steps": 900},
-    # a Dmax = 4 task (24 symbols, 12 facts) did not train at all within 2000 steps on CPU, so the
-    # book profile keeps the smoke task and adds a third layer (see the chapter page)
-    "book": {"layers": (1, 2, 3), "noic_layers": (2,), "max_depth": 2, "n_steps": 1200},
-    "paper": {"layers": (1, 2, 3, 4), "noic_layers": (1, 2, 3, 4), "max_depth": 6,
-              "n_steps": 24_000, "n_seeds": 4, "n_symbols": 32, "n_chains": 4},
+    "smoke": {"layers": (1, 2), "max_depth": 2, "n_steps": 600},
+    # Dmax = 4: 2 layers must compose facts for D = 3, 4 (D > t), and D = 4 is the largest the
+    # theorem allows them; three models of 3,000 steps fit the book's budget on CPU. Pilots
+    # (seed 0, 2 layers): with Dmax = 3, D = 2 is learned after ~1,600 steps and D = 3 stays at
+    # chance after 2,400; with Dmax = 4, even D = 2 stays near 0.2 after 3,000 steps (2 or 4 heads)
+    "book": {"layers": (1, 2, 3), "max_depth": 4, "n_steps": 3000},
+    "paper": {"layers": (1, 2, 3, 4), "max_depth": 13, "n_steps": 24_000, "n_seeds": 4,
+              "n_symbols": 48, "n_chains": 3},
 }
 EMERGE = {
     # checkpoints every 10 steps: the two heads form within ~50 steps of each other
-    "smoke": {"n_steps": 600, "checkpoint_every": 10, "n_seeds": 1},
-    "book": {"n_steps": 800, "checkpoint_every": 10, "n_seeds": 8},
+    "smoke": {"n_steps": 600, "checkpoint_every": 10, "n_seeds": 1, "n_noic_seeds": 1,
+              "n_patch": 128},
+    "book": {"n_steps": 800, "checkpoint_every": 10, "n_seeds": 6, "n_noic_seeds": 3},
     "paper": {"n_steps": 24_000, "checkpoint_every": 250, "n_seeds": 16, "n_layers": 3,
               "max_depth": 4, "n_symbols": 24},
 }
@@ -88,20 +97,32 @@ EMERGE = {
 
 def lm_config(profile: str | None = None, **overrides) -> LMConfig:
     """Notebook 01's settings at ``profile`` (see :class:`LMConfig`)."""
-    return make_config(LMConfig, LM, profile, **overrides)
+    from .language import FAMILIES
+
+    cfg = make_config(LMConfig, LM, profile, **overrides)
+    fams = tuple(cfg.families)
+    bad = [f for f in fams if f not in FAMILIES]
+    if not fams or bad:
+        raise ValueError(f"unknown prompt families {bad or fams!r}; valid: {', '.join(FAMILIES)}")
+    return dataclasses.replace(cfg, families=fams)
 
 
 def depth_config(profile: str | None = None, **overrides) -> DepthConfig:
     """Notebook 02's settings at ``profile`` (see :class:`DepthConfig`)."""
+    from .task import ORDERS
+
     cfg = make_config(DepthConfig, DEPTH, profile, **overrides)
     layers = tuple(int(t) for t in cfg.layers)
     if not layers or min(layers) < 1:
         raise ValueError(f"layers must be a non-empty list of positive integers, got {cfg.layers!r}")
-    # the ablation is trained for the depths of noic_layers that are also in layers
-    noic = tuple(int(t) for t in cfg.noic_layers if int(t) in layers)
-    return dataclasses.replace(cfg, layers=layers, noic_layers=noic)
+    if cfg.order not in ORDERS:
+        raise ValueError(f"unknown order {cfg.order!r}; valid: {', '.join(ORDERS)}")
+    return dataclasses.replace(cfg, layers=layers)
 
 
 def emergence_config(profile: str | None = None, **overrides) -> EmergenceConfig:
     """Notebook 03's settings at ``profile`` (see :class:`EmergenceConfig`)."""
-    return make_config(EmergenceConfig, EMERGE, profile, **overrides)
+    cfg = make_config(EmergenceConfig, EMERGE, profile, **overrides)
+    if not 0 <= cfg.n_noic_seeds <= cfg.n_seeds:
+        raise ValueError(f"n_noic_seeds must be in 0..n_seeds={cfg.n_seeds}, got {cfg.n_noic_seeds}")
+    return cfg

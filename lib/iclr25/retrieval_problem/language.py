@@ -8,7 +8,9 @@ A question of depth D is rendered from one sample of :class:`~.task.RetrievalTas
 listed in the sampled (shuffled) order, and the question asks for "the mentor of the mentor of ...
 <q>" (D times). The four options are the depth-D names of the four chains, in a random order, so
 a reader that cannot follow the chain is at chance (25%). The paper used five formulations F1-F5
-and 500 questions each; its prompts are not public, so this rendering is ours.
+(the fifth, "Relatives", on family relations) and 500 questions each; its prompt texts could not be
+read, so the four families here (:data:`FAMILIES`) are ours, built to vary the surface form the
+way the paper's formulations do: relation sentences, arrows, a program's dictionary, relatives.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ import numpy as np
 
 from .task import RetrievalTask
 
-__all__ = ["NAMES", "MCQuestion", "render_mc", "mc_questions", "score_mc", "LETTERS"]
+__all__ = ["NAMES", "MCQuestion", "render_mc", "mc_questions", "score_mc", "LETTERS", "FAMILIES",
+           "wilson_interval"]
+
+#: prompt families: relation sentences, arrows, a Python dictionary, family relations.
+FAMILIES = ("mentor", "arrows", "code", "relatives")
 
 #: Common English first names (one per symbol); each is a single word.
 NAMES = ("Anna", "Ben", "Carl", "Dora", "Emil", "Fay", "Gus", "Hana", "Ivan", "Jill", "Karl",
@@ -38,12 +44,23 @@ class MCQuestion:
     depth: int
 
 
+def _kin(depth: int) -> str:
+    """parent, grandparent, great-grandparent, great-great-grandparent, ..."""
+    return "parent" if depth == 1 else "great-" * (depth - 2) + "grandparent"
+
+
 def render_mc(task: RetrievalTask, X: np.ndarray, options: list[int], answer: int, depth: int,
-              relation: str = "mentor") -> MCQuestion:
+              relation: str = "mentor", family: str = "mentor") -> MCQuestion:
     """Render one example ``X`` (``(K+1, 3)`` ids) as a multiple-choice question.
 
     Introduced in ``01-task-and-bound``. ``options`` are symbol ids; ``answer`` indexes them.
+    ``family`` picks the surface form (:data:`FAMILIES`): ``"mentor"`` ("The mentor of Anna is
+    Ben."), ``"arrows"`` ("Anna -> Ben", follow the arrows D times), ``"code"`` (a Python
+    dictionary ``nxt`` and the expression ``nxt[nxt["Anna"]]``), ``"relatives"`` ("Ben is the
+    parent of Anna.", asking for the great-...-grandparent).
     """
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
     if task.conditional:
         raise ValueError("render_mc renders the plain task only (conditional=False)")
     if task.n_symbols > len(NAMES):
@@ -51,20 +68,36 @@ def render_mc(task: RetrievalTask, X: np.ndarray, options: list[int], answer: in
     if len(options) != len(LETTERS):
         raise ValueError(f"expected {len(LETTERS)} options, got {len(options)}")
     X = np.asarray(X)
-    lines = [f"The {relation} of {NAMES[X[p, 0]]} is {NAMES[X[p, 1] - task.value_offset]}."
-             for p in range(task.n_pairs)]
+    facts = [(NAMES[X[p, 0]], NAMES[X[p, 1] - task.value_offset]) for p in range(task.n_pairs)]
     q = NAMES[X[-1, 0]]
-    ask = " ".join([f"the {relation} of"] * depth)
+    if family == "mentor":
+        lines = [f"The {relation} of {a} is {b}." for a, b in facts]
+        ask = "Who is " + " ".join([f"the {relation} of"] * depth) + f" {q}?"
+    elif family == "arrows":
+        lines = [f"{a} -> {b}" for a, b in facts]
+        step = "step" if depth == 1 else "steps"
+        ask = f"Start at {q} and follow the arrows for {depth} {step}. Where do you end?"
+    elif family == "code":
+        lines = ["nxt = {"] + [f'    "{a}": "{b}",' for a, b in facts] + ["}"]
+        expr = f'"{q}"'
+        for _ in range(depth):
+            expr = f"nxt[{expr}]"
+        ask = f"What is the value of {expr}?"
+    else:
+        lines = [f"{b} is the parent of {a}." for a, b in facts]
+        ask = f"Who is the {_kin(depth)} of {q}?"
     opts = tuple(NAMES[o] for o in options)
     text = ("Read the facts and answer the question.\n\n" + "\n".join(lines)
-            + f"\n\nQuestion: Who is {ask} {q}?\n"
+            + f"\n\nQuestion: {ask}\n"
             + "\n".join(f"{L}. {o}" for L, o in zip(LETTERS, opts)) + "\nAnswer:")
     return MCQuestion(prompt=text, options=opts, answer=int(answer), depth=int(depth))
 
 
 def mc_questions(depth: int, n: int, *, seed: int = 0, max_depth: int = 6,
-                 n_symbols: int = 32) -> list[MCQuestion]:
-    """``n`` four-way questions of depth ``depth`` (options: the four chains' depth-D names).
+                 n_symbols: int = 32, family: str = "mentor") -> list[MCQuestion]:
+    """``n`` four-way questions of depth ``depth`` (options: the four chains' depth-D names),
+    rendered in prompt family ``family`` (:data:`FAMILIES`). The same ``seed`` gives the same
+    contexts and options in every family.
 
     Introduced in ``01-task-and-bound``.
     """
@@ -85,15 +118,16 @@ def mc_questions(depth: int, n: int, *, seed: int = 0, max_depth: int = 6,
         perm = rng.permutation(len(ends))
         options = [ends[i] for i in perm]
         answer = options.index(int(batch.y[b]))
-        out.append(render_mc(task, batch.X[b], options, answer, depth))
+        out.append(render_mc(task, batch.X[b], options, answer, depth, family=family))
     return out
 
 
-def score_mc(model, tokenizer, questions: list[MCQuestion], *, chat: bool = False) -> np.ndarray:
-    """Zero-shot choice of a causal LM: the option letter with the highest next-token logit
-    after the prompt. Returns the chosen indices (``(n,)`` ints).
+def score_mc(model, tokenizer, questions: list[MCQuestion], *, batch_size: int = 8) -> np.ndarray:
+    """Zero-shot choice of a causal LM: the option letter with the highest next-token
+    log-probability after the prompt. Returns the chosen indices (``(n,)`` ints).
 
-    Introduced in ``01-task-and-bound``. Uses :func:`iclr25.lm.next_token_logits`.
+    Introduced in ``01-task-and-bound``. Uses :func:`iclr25.lm.next_token_logprobs` (batched,
+    left-padded; equal to one prompt at a time, tested in the core).
     """
     from .. import lm
 
@@ -103,8 +137,23 @@ def score_mc(model, tokenizer, questions: list[MCQuestion], *, chat: bool = Fals
         if len(tok) != 1:
             raise ValueError(f"the letter ' {L}' is not one token for this tokenizer: {tok}")
         ids.append(tok[0])
-    out = []
-    for q in questions:
-        logits = lm.next_token_logits(model, tokenizer, q.prompt, chat=chat)
-        out.append(int(np.argmax(logits[ids].numpy())))
-    return np.array(out, dtype=int)
+    if not questions:
+        return np.zeros(0, dtype=int)
+    logp = lm.next_token_logprobs(model, tokenizer, [q.prompt for q in questions], ids,
+                                  batch_size=batch_size)
+    return logp.argmax(-1).numpy().astype(int)
+
+
+def wilson_interval(k, n, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for ``k`` successes out of ``n`` (elementwise; 95% by default).
+
+    Introduced in ``01-task-and-bound``.
+    """
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    if np.any(n <= 0) or np.any(k < 0) or np.any(k > n):
+        raise ValueError("need 0 <= k <= n and n > 0")
+    p = k / n
+    den = 1 + z ** 2 / n
+    mid = (p + z ** 2 / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z ** 2 / (4 * n ** 2)) / den
+    return mid - half, mid + half

@@ -28,7 +28,7 @@ from .task import RetrievalTask
 
 __all__ = ["make_model", "TrainResult", "train_retrieval", "accuracy", "accuracy_by_depth",
            "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "predict",
-           "hop_score_history", "heads_for_hop"]
+           "hop_score_history", "heads_for_hop", "patch_heads", "swap_query", "stage_depth"]
 
 
 def _slot_hook(pad_id: int):
@@ -137,6 +137,17 @@ class TrainResult:
         return {d: v[-1] for d, v in self.acc.items()}
 
 
+def stage_depth(step: int, n_steps: int, max_depth: int) -> int:
+    """The largest depth of the ``"staged"`` curriculum at ``step``: 2 for the first
+    ``1 / (Dmax - 1)`` of training, then 3, ..., ``Dmax`` for the last stage.
+
+    Introduced in ``02-depth-vs-difficulty``.
+    """
+    if max_depth <= 2:
+        return max_depth
+    return int(min(max_depth, 2 + (step * (max_depth - 1)) // max(n_steps, 1)))
+
+
 def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: str | None = "mixed",
                     batch_size: int = 128, lr: float = 3e-3, warmup: int = 50,
                     weight_decay: float = 0.0, seed: int = 0, eval_every: int = 0,
@@ -149,8 +160,9 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
     Parameters
     ----------
     ic
-        The implicit curriculum: ``"mixed"`` (depths uniform in ``1..Dmax`` in every batch) or
-        ``None`` (the ablation: one depth only, ``train_depth``).
+        The implicit curriculum: ``"mixed"`` (depths uniform in ``1..Dmax`` in every batch),
+        ``"staged"`` (uniform in ``1..d``, ``d`` growing from 2 to ``Dmax``: :func:`stage_depth`)
+        or ``None`` (the ablation: one depth only, ``train_depth``).
     train_depth
         The only depth seen when ``ic is None`` (default ``Dmax``).
     n_steps, batch_size, lr, warmup, weight_decay
@@ -161,8 +173,8 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
         Keep a copy of the weights every so many steps (and at step 0), for
         :func:`emergence_times`.
     """
-    if ic not in ("mixed", None):
-        raise ValueError(f"unknown ic {ic!r}; valid: 'mixed', None")
+    if ic not in ("mixed", "staged", None):
+        raise ValueError(f"unknown ic {ic!r}; valid: 'mixed', 'staged', None")
     if n_steps < 1:
         raise ValueError("n_steps must be at least 1")
     rng = np.random.default_rng(seed)
@@ -171,6 +183,12 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
         raise ValueError(f"train_depth must be None, or an integer in 1..{task.max_depth} with "
                          f"ic=None; got train_depth={train_depth!r}, ic={ic!r}")
     depth = "mixed" if ic == "mixed" else (int(train_depth) if train_depth else None)
+    step_now = [0]
+
+    def depth_now():
+        if ic != "staged" or task.max_depth <= 2:
+            return "mixed" if ic == "staged" else depth
+        return (1, stage_depth(step_now[0], n_steps, task.max_depth))
 
     def snapshot(step, evaluate=eval_every, checkpoint=checkpoint_every):
         if evaluate:
@@ -182,13 +200,14 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
                                            for k, v in model.state_dict().items()}))
 
     def batch(gen, size):            # examples sampled on the fly (numpy's rng, not ``gen``)
-        b = task.sample(size, rng, depth=depth)
+        b = task.sample(size, rng, depth=depth_now())
         return torch.from_numpy(b.X), torch.from_numpy(b.y)
 
     def answer_loss(model, X, y):     # the loss at the query position only
         return F.cross_entropy(model(X)[:, -1, :], y)
 
     def on_step(step, loss):
+        step_now[0] = step + 1
         if step % 10 == 0 or step == n_steps - 1:
             res.step.append(step)
             res.loss.append(float(loss.detach()))
@@ -344,3 +363,94 @@ def heads_for_hop(scores: np.ndarray, hop: int, min_score: float = 0.25) -> list
         l, h = np.unravel_index(np.argmax(s), s.shape)
         heads = [(int(l), int(h))]
     return heads
+
+
+def _head_inputs(model: TinyGPT, X: torch.Tensor) -> list[torch.Tensor]:
+    """The input of every block's output projection (the heads' outputs side by side),
+    ``[(batch, T, d_model)] * layers``, captured with forward pre-hooks."""
+    grabbed: list = [None] * model.cfg.n_layers
+    handles = []
+    for layer, block in enumerate(model.blocks):
+        def pre(module, inputs, layer=layer):
+            grabbed[layer] = inputs[0].detach().clone()
+        handles.append(block.attn.proj.register_forward_pre_hook(pre))
+    try:
+        model(X)
+    finally:
+        for h in handles:
+            h.remove()
+    return grabbed
+
+
+@torch.no_grad()
+def patch_heads(model: TinyGPT, X_clean, X_source, heads: Iterable[tuple[int, int]],
+                position: int = -1) -> np.ndarray:
+    """Activation patching: run ``X_clean`` with the outputs of ``heads`` at ``position`` replaced
+    by their outputs on ``X_source``; return the predicted answers ``(batch,)``.
+
+    Introduced in ``03-head-emergence``. A head's output is its slice of the input to the block's
+    output projection (as in :func:`ablate_heads`); only the chosen position is patched, so the
+    patch carries exactly what that head wrote into the query's residual stream on the source run.
+    With ``heads=[]`` this is :func:`predict` on ``X_clean``.
+    """
+    heads = [(int(l), int(h)) for l, h in heads]
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    bad = [(l, h) for l, h in heads if not (0 <= l < L and 0 <= h < H)]
+    if bad:
+        raise ValueError(f"no such head(s) {bad}: the model has layers 0..{L - 1}, heads 0..{H - 1}")
+    Xc, Xs = _check_X(model, X_clean), _check_X(model, X_source)
+    if Xc.shape != Xs.shape:
+        raise ValueError(f"X_clean and X_source must have the same shape, got {tuple(Xc.shape)} "
+                         f"and {tuple(Xs.shape)}")
+    was = model.training
+    model.eval()
+    handles = []
+    try:
+        source = _head_inputs(model, Xs)
+        hd = model.cfg.head_dim
+        for layer in sorted({l for l, _ in heads}):
+            cols = torch.zeros(model.cfg.d_model, dtype=torch.bool)
+            for l, h in heads:
+                if l == layer:
+                    cols[h * hd:(h + 1) * hd] = True
+
+            def pre(module, inputs, layer=layer, cols=cols):
+                x = inputs[0].clone()
+                x[:, position, cols] = source[layer][:, position, cols]
+                return (x,)
+            handles.append(model.blocks[layer].attn.proj.register_forward_pre_hook(pre))
+        return _answer_logits(model, Xc).argmax(-1).numpy()
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was)
+
+
+def swap_query(task: RetrievalTask, batch, chain: int = 1) -> np.ndarray:
+    """The counterfactual inputs for :func:`patch_heads`: the same contexts with the query's
+    symbol replaced by the head of another chain (chain ``chain``), so the answer becomes that
+    chain's depth-D symbol. Introduced in ``03-head-emergence``. Returns ``(X_source, y_source)``.
+
+    Needs the plain task (no conditions) and ``1 <= chain < n_chains``.
+    """
+    if task.conditional:
+        raise ValueError("swap_query needs the plain task (conditional=False)")
+    if not 1 <= int(chain) < task.n_chains:
+        raise ValueError(f"chain must be in 1..{task.n_chains - 1}, got {chain!r}")
+    X = np.asarray(batch.X).copy()
+    Dm, B = task.max_depth, len(X)
+    # chain j's facts are canonical facts j*Dm..; find the head of chain ``chain``: the key of
+    # the fact whose key is no fact's value
+    keys, vals = X[:, :-1, 0], X[:, :-1, 1] - task.value_offset
+    y_src = np.zeros(B, dtype=np.int64)
+    for b in range(B):
+        table = {int(k): int(v) for k, v in zip(keys[b], vals[b])}
+        heads = [k for k in table if k not in set(table.values())]
+        heads = [h for h in heads if h != int(X[b, -1, 0])]
+        heads.sort()
+        cur = heads[(int(chain) - 1) % len(heads)]
+        X[b, -1, 0] = cur
+        for _ in range(int(batch.depth[b])):
+            cur = table[cur]
+        y_src[b] = cur
+    return X, y_src

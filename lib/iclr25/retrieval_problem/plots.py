@@ -8,7 +8,7 @@ import numpy as np
 from ..plotting import paper_figure
 from .task import max_depth as theorem_max_depth
 
-__all__ = ["plot_lm_accuracy", "plot_heatmaps", "plot_hop_scores", "plot_attention"]
+__all__ = ["plot_lm_families", "plot_patching", "plot_lm_accuracy", "plot_heatmaps", "plot_hop_scores", "plot_attention"]
 
 
 def plot_lm_accuracy(depths, acc, chance: float, n: int, name: str = "SmolLM2-135M"):
@@ -89,3 +89,49 @@ def plot_attention(A, tokens, title: str = ""):
             ax.set_title(f"layer {l} head {h}")
             ax.grid(False)
     return paper_figure(fig, "Fig. 5", title or "attention maps of the trained model")
+
+
+def plot_lm_families(table, chance: float, name: str = "SmolLM2-135M"):
+    """Zero-shot accuracy against D, one line per prompt family, with 95% Wilson intervals, and
+    the families pooled (Fig. 2 in spirit). ``01-task-and-bound``.
+
+    ``table``: a DataFrame with columns ``family, D, accuracy, lo, hi`` (``family == "all"``:
+    pooled).
+    """
+    fig, ax = plt.subplots(figsize=(6.2, 3.6))
+    fams = [f for f in dict.fromkeys(table["family"]) if f != "all"]
+    for i, f in enumerate(fams):
+        t = table[table["family"] == f]
+        ax.plot(t["D"] + (i - len(fams) / 2) * 0.05, t["accuracy"], "o-", ms=3, lw=1, alpha=0.7,
+                label=f)
+    t = table[table["family"] == "all"]
+    if len(t):
+        ax.errorbar(t["D"], t["accuracy"], yerr=[t["accuracy"] - t["lo"], t["hi"] - t["accuracy"]],
+                    fmt="s-", color="k", lw=2, capsize=3, label="all families (95% CI)")
+    ax.axhline(chance, color="grey", ls="--", label=f"chance ({chance:.0%})")
+    ax.set(xlabel="retrieval steps D", ylabel="accuracy", ylim=(0, 1.02),
+           xticks=sorted(set(table["D"])))
+    ax.legend(fontsize=7, ncol=2)
+    return paper_figure(fig, "Fig. 2", f"{name}, zero-shot 4-way multiple choice per prompt family")
+
+
+def plot_patching(table, title: str = ""):
+    """Activation patching: for every head, the fraction of answers that move to the
+    counterfactual answer when that head's output at the query is patched, hop heads highlighted.
+    ``03-head-emergence``. ``table``: columns ``seed, head, identified, moved``.
+    """
+    fig, ax = plt.subplots(figsize=(6.2, 3.4))
+    seeds = sorted(set(table["seed"]))
+    heads = list(dict.fromkeys(table["head"]))
+    w = 0.8 / max(len(seeds), 1)
+    for i, s in enumerate(seeds):
+        t = table[table["seed"] == s].set_index("head").reindex(heads)
+        x = np.arange(len(heads)) + (i - (len(seeds) - 1) / 2) * w
+        colors = ["C3" if ident else "C0" for ident in t["identified"]]
+        ax.bar(x, t["moved"], width=w, color=colors, edgecolor="k", lw=0.3)
+    ax.set_xticks(np.arange(len(heads)), heads, fontsize=8)
+    ax.set(ylabel="answers moved by the patch", ylim=(0, 1.02), xlabel="patched head (one bar per seed)")
+    ax.bar([], [], color="C3", label="identified chain heads")
+    ax.bar([], [], color="C0", label="other heads")
+    ax.legend(fontsize=8)
+    return paper_figure(fig, "Figs. 5/7", title or "activation patching of single heads at the query")

@@ -38,13 +38,19 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["RetrievalTask", "Batch", "min_layers", "max_depth", "depth_table", "follow_chain",
-           "IC_MODES", "SAMPLERS"]
+           "IC_MODES", "SAMPLERS", "ORDERS", "composition_ranks", "reach", "reach_loop"]
 
 #: implicit-curriculum modes: ``"mixed"`` draws the depth of every example uniformly in
-#: ``1..Dmax`` (the easy hops teach the first heads); ``None`` trains on ``Dmax`` only.
-IC_MODES = ("mixed", None)
+#: ``1..Dmax`` (the easy hops teach the first heads); ``"staged"`` draws it uniformly in
+#: ``1..d(step)``, with ``d`` growing from 2 to ``Dmax`` in equal stages over training (an explicit
+#: curriculum on top of the mixture); ``None`` trains on ``Dmax`` only.
+IC_MODES = ("mixed", "staged", None)
 #: sampler back ends: vectorised numpy and a per-example reference loop (same random draws).
 SAMPLERS = ("numpy", "loop")
+#: context orders: ``"random"`` (every fact at a uniformly random position) or ``"composable"``
+#: (each chain's facts in a random order in which the causal mask lets a t-layer model compose
+#: floor(3^t / 2) hops; see :func:`composition_ranks` and :func:`reach`).
+ORDERS = ("random", "composable")
 N_SLOTS = 3
 
 
@@ -146,6 +152,12 @@ class RetrievalTask:
         condition at any hop gives a wrong answer.
     n_conditions
         Number of conditions (conditional variant only).
+    order
+        ``"random"``: the facts are shuffled uniformly. ``"composable"``: the chains are interleaved
+        at random, but within each chain a fact that assembles a longer segment of the chain
+        (:func:`composition_ranks`) comes after the facts it assembles it from, so that under the
+        causal mask a t-layer model can follow ``floor(3**t / 2)`` hops, Theorem 1's capacity
+        (with ``"random"``, it can only when the draw happens to be favourable: :func:`reach`).
     """
 
     n_symbols: int = 16
@@ -153,8 +165,11 @@ class RetrievalTask:
     max_depth: int = 2
     conditional: bool = False
     n_conditions: int = 2
+    order: str = "random"
 
     def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ValueError(f"unknown order {self.order!r}; valid: {', '.join(ORDERS)}")
         for name in ("n_symbols", "n_chains", "max_depth", "n_conditions"):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < 1:
@@ -211,6 +226,12 @@ class RetrievalTask:
     def _depths(self, rng: np.random.Generator, batch_size: int, depth) -> np.ndarray:
         if isinstance(depth, str) and depth == "mixed":
             return rng.integers(1, self.max_depth + 1, size=batch_size)
+        if isinstance(depth, tuple):   # (lo, hi): uniform in lo..hi
+            if (len(depth) != 2 or any(int(d) != d for d in depth)
+                    or not 1 <= depth[0] <= depth[1] <= self.max_depth):
+                raise ValueError(f"a depth range must be (lo, hi) with 1 <= lo <= hi <= "
+                                 f"{self.max_depth}, got {depth!r}")
+            return rng.integers(int(depth[0]), int(depth[1]) + 1, size=batch_size)
         if depth is None:
             depth = self.max_depth
         if isinstance(depth, str) or int(depth) != depth or not 1 <= int(depth) <= self.max_depth:
@@ -227,6 +248,10 @@ class RetrievalTask:
             "cond": rng.integers(0, C, size=batch_size),                # the query's condition
             "chain_cond": rng.integers(0, C, size=(batch_size, self.n_chains)),
             "decoy_shift": rng.integers(1, max(C, 2), size=batch_size),
+            # tie-breaks among a chain's facts of equal rank (composable order only; drawn last,
+            # so the random order's draws are unchanged)
+            **({"tie": rng.random((batch_size, self.n_chains, self.max_depth))}
+               if self.order == "composable" else {}),
         }
 
     def sample(self, batch_size: int, seed: int | np.random.Generator | None = None, *,
@@ -242,8 +267,8 @@ class RetrievalTask:
         seed
             An int, a ``numpy.random.Generator`` (advanced in place) or ``None``.
         depth
-            ``"mixed"`` (uniform in ``1..Dmax``: the implicit curriculum), ``None`` (``Dmax``), or
-            an integer D.
+            ``"mixed"`` (uniform in ``1..Dmax``: the implicit curriculum), ``None`` (``Dmax``),
+            an integer D, or a range ``(lo, hi)`` (uniform in ``lo..hi``).
         sampler
             ``"numpy"`` (vectorised) or ``"loop"`` (the per-example reference); both consume the
             same random draws and return identical batches.
@@ -274,7 +299,7 @@ class RetrievalTask:
             keys = np.concatenate([keys, chains[:, 0, :-1]], axis=1)
             vals = np.concatenate([vals, perm[:, n * (Dm + 1):n * (Dm + 1) + Dm]], axis=1)
             fcond = np.concatenate([fcond, np.repeat(dcond[:, None], Dm, axis=1)], axis=1)
-        order = draws["order"]
+        order = self._positions(draws)
         X = np.full((B, K + 1, N_SLOTS), self.pad_id, dtype=np.int64)
         rows = np.arange(B)[:, None]
         X[rows, order, 0] = keys
@@ -290,6 +315,33 @@ class RetrievalTask:
                      order[:, :Dm].astype(np.int64), chains[:, 0].astype(np.int64),
                      draws["cond"].astype(np.int64))
 
+    def _positions(self, draws) -> np.ndarray:
+        """``(B, K)``: the position of every fact (canonical order: chain j's facts at
+        ``j*Dmax .. j*Dmax+Dmax-1``, then the decoys). Vectorised."""
+        order = draws["order"]
+        if self.order == "random":
+            return order
+        B, Dm, n = order.shape[0], self.max_depth, self.n_chains
+        chain_pos = np.sort(order[:, :n * Dm].reshape(B, n, Dm), axis=-1)   # each chain's slots
+        key = composition_ranks(Dm)[None, None, :] + draws["tie"]          # rank, random ties
+        rank_of = np.argsort(np.argsort(key, axis=-1), axis=-1)             # fact -> slot index
+        out = order.copy()
+        out[:, :n * Dm] = np.take_along_axis(chain_pos, rank_of, axis=-1).reshape(B, n * Dm)
+        return out
+
+    def _positions_loop(self, draws, b: int) -> list[int]:
+        """:meth:`_positions` for one example, with Python loops (the reference)."""
+        order = [int(p) for p in draws["order"][b]]
+        if self.order == "random":
+            return order
+        Dm, ranks = self.max_depth, composition_ranks(self.max_depth)
+        for j in range(self.n_chains):
+            slots = sorted(order[j * Dm:(j + 1) * Dm])
+            facts = sorted(range(Dm), key=lambda k: ranks[k] + float(draws["tie"][b, j, k]))
+            for slot, k in zip(slots, facts):
+                order[j * Dm + k] = slot
+        return order
+
     def _assemble_loop(self, depths, draws) -> Batch:
         Dm, n, C, K = self.max_depth, self.n_chains, self.n_conditions, self.n_pairs
         B = len(depths)
@@ -298,6 +350,7 @@ class RetrievalTask:
         hop_pos = np.zeros((B, Dm), dtype=np.int64)
         chain0 = np.zeros((B, Dm + 1), dtype=np.int64)
         for b in range(B):
+            pos = self._positions_loop(draws, b)
             perm = [int(s) for s in draws["perm"][b]]
             c_star = int(draws["cond"][b])
             facts = []  # (key, value, condition) in canonical order
@@ -310,7 +363,7 @@ class RetrievalTask:
                 fresh = perm[n * (Dm + 1):]
                 facts += [(perm[k], fresh[k], c_dec) for k in range(Dm)]
             for i, (key, val, c) in enumerate(facts):
-                p = int(draws["order"][b, i])
+                p = pos[i]
                 X[b, p, 0], X[b, p, 1] = key, val + self.value_offset
                 if self.conditional:
                     X[b, p, 2] = c + self.cond_offset
@@ -319,7 +372,7 @@ class RetrievalTask:
             if self.conditional:
                 X[b, K, 2] = self.cond_offset + c_star
             y[b] = perm[int(depths[b])]
-            hop_pos[b] = [int(draws["order"][b, k]) for k in range(Dm)]
+            hop_pos[b] = pos[:Dm]
             chain0[b] = perm[:Dm + 1]
         return Batch(X, y, depths.astype(np.int64), hop_pos, chain0,
                      draws["cond"].astype(np.int64))
@@ -361,3 +414,87 @@ def follow_chain(task: RetrievalTask, X: np.ndarray) -> np.ndarray:
             cur = table[(cur, c)]
         out[b] = cur
     return out
+
+
+def composition_ranks(n_facts: int) -> np.ndarray:
+    """The rank of each hop's fact (index k = hop k+1) in the ideal log-depth circuit.
+
+    Introduced in ``02-depth-vs-difficulty``. The query takes its chain in segments of
+    1, 3, 9, ... facts (layer l of the query fetches a segment of 3**(l-1) facts); a segment of
+    3**k facts is assembled, at layer k, at the position of its middle third's assembler, from its
+    left and right thirds. Under the causal mask that needs the assembler to come *after* the two
+    others: its rank is one more than theirs. Facts of rank 0 are leaves. Sorting a chain's facts
+    by rank gives an order in which :func:`reach` equals ``floor(3**t / 2)``.
+    """
+    if isinstance(n_facts, bool) or int(n_facts) != n_facts or n_facts < 1:
+        raise ValueError(f"n_facts must be a positive integer, got {n_facts!r}")
+    n = int(n_facts)
+    ranks = np.zeros(n, dtype=int)
+
+    def assemble(lo: int, size: int) -> int:   # -> the index of the segment's assembler (or -1)
+        if lo >= n:
+            return -1
+        if size == 1:
+            return lo
+        third = size // 3
+        left, mid, right = (assemble(lo + i * third, third) for i in range(3))
+        if mid < 0:
+            return left
+        ranks[mid] = max(ranks[mid], 1 + max(ranks[left], ranks[right] if right >= 0 else 0))
+        return mid
+
+    lo, size = 0, 1
+    while lo < n:
+        assemble(lo, size)
+        lo, size = lo + size, size * 3
+    return ranks
+
+
+def reach_loop(hop_pos, n_layers: int) -> int:
+    """Theorem 1's information flow, simulated with the causal mask for one example.
+
+    Introduced in ``02-depth-vs-difficulty``. ``hop_pos[k]`` is the position of the fact of hop
+    k+1 (the query is after all of them). Every fact position starts knowing its own fact; in each
+    layer a position may take in what any position at or before it knows, provided the two share a
+    chain token (Assumption 1: attention needs shared token information; our positions are random,
+    so position alone tells nothing). The query knows ``c_0``. Returns the largest D such that
+    ``c_D`` has reached the query after ``n_layers`` layers: never more than ``floor(3**t / 2)``.
+    """
+    pos = [int(p) for p in hop_pos]
+    n = len(pos)
+    lo, hi = list(range(n)), list(range(n))      # fact i knows facts lo[i]..hi[i]
+    q_hi = -1                                   # the query knows facts 0..q_hi (tokens c_0..)
+    for _ in range(int(n_layers)):
+        # the query's update uses the previous layer's facts, like the facts' own updates
+        share = [j for j in range(n) if lo[j] <= q_hi + 1]
+        new_q = max([q_hi] + [hi[j] for j in share])
+        nlo, nhi = lo[:], hi[:]
+        for i in range(n):
+            for j in range(n):
+                if pos[j] <= pos[i] and lo[j] <= hi[i] + 1 and lo[i] <= hi[j] + 1:
+                    nlo[i], nhi[i] = min(nlo[i], lo[j]), max(nhi[i], hi[j])
+        lo, hi, q_hi = nlo, nhi, new_q
+    return q_hi + 1
+
+
+def reach(hop_pos, n_layers: int) -> np.ndarray:
+    """:func:`reach_loop` for a batch ``hop_pos`` of shape ``(batch, Dmax)`` (vectorised over the
+    batch). Introduced in ``02-depth-vs-difficulty``."""
+    if isinstance(n_layers, bool) or int(n_layers) != n_layers or n_layers < 0:
+        raise ValueError(f"n_layers must be a non-negative integer, got {n_layers!r}")
+    P = np.asarray(hop_pos)
+    if P.ndim != 2:
+        raise ValueError(f"hop_pos must be (batch, Dmax), got shape {P.shape}")
+    B, n = P.shape
+    lo = np.broadcast_to(np.arange(n), (B, n)).copy()
+    hi = lo.copy()
+    q_hi = np.full(B, -1)
+    before = P[:, None, :] <= P[:, :, None]            # [b, i, j]: j at or before i
+    for _ in range(int(n_layers)):
+        share_q = lo <= (q_hi[:, None] + 1)
+        new_q = np.maximum(q_hi, np.where(share_q, hi, -1).max(axis=1))
+        ok = before & (lo[:, None, :] <= hi[:, :, None] + 1) & (lo[:, :, None] <= hi[:, None, :] + 1)
+        nlo = np.where(ok, lo[:, None, :], n).min(axis=2)
+        nhi = np.where(ok, hi[:, None, :], -1).max(axis=2)
+        lo, hi, q_hi = nlo, nhi, new_q
+    return q_hi + 1
