@@ -47,20 +47,32 @@ class RecursionConfig:
 
 @dataclass(frozen=True)
 class RegimesConfig:
-    """Notebook 03: TinyGPT by SGD, influence per iteration and per checkpoint."""
+    """Notebook 03: the paper's Fig. 1a setting at book scale, and a sweep over lr and steps.
+
+    The headline run is the paper's setting: ``arch`` (``"pythia"``: GPT-NeoX, Pythia's class)
+    trained with AdamW (betas 0.9/0.95, weight decay 0.1, clip 1.0) at peak rate ``lr`` for
+    ``n_steps``, warm-up over the first ``warmup_frac`` of the steps then cosine decay,
+    embeddings by the SGD proxy; repeated at every seed in ``seeds``. The small multiples run
+    every ``sweep_steps`` x (AdamW at ``adamw_lrs``, SGD at ``sgd_lrs``) at the first seed.
+    """
 
     max_docs: int
+    arch: str
     d_model: int
     n_layers: int
     n_heads: int
     seq_len: int
-    batch_size: int
-    n_steps: int
-    lr: float
-    warmup: int
-    proj_dim: int         # per-layer projection (paper: 1024 in total for Pythia-410M)
+    batch_size: int       # paper: 16 sequences of 1,024 tokens
+    n_steps: int          # headline run (paper: more than 50,000 iterations)
+    lr: float             # headline AdamW peak rate (paper: 3e-4 for Pythia-410M)
+    warmup_frac: float    # paper: 2,000 warm-up iterations, "less than 4%" of training
+    proj_dim: int         # per-layer projection (perfect square; paper: 1024 in total)
     n_checkpoints: int
-    n_val: int
+    n_val: int            # validation windows whose mean loss is attributed
+    seeds: tuple          # headline run repeated at these seeds
+    sweep_steps: tuple    # rows of the small multiples
+    adamw_lrs: tuple      # columns (AdamW, the paper's optimiser with the SGD proxy)
+    sgd_lrs: tuple        # columns (plain SGD, where the recursion is exact)
     seed: int = 0
 
 
@@ -84,13 +96,19 @@ TABLES = {
                       cost_rows=16384),
     },
     "regimes": {
-        "smoke": dict(max_docs=200, d_model=32, n_layers=1, n_heads=2, seq_len=32, batch_size=8,
-                      n_steps=120, lr=0.3, warmup=10, proj_dim=16, n_checkpoints=4, n_val=8),
-        "book": dict(max_docs=2000, d_model=64, n_layers=2, n_heads=4, seq_len=64, batch_size=16,
-                     n_steps=1000, lr=0.3, warmup=50, proj_dim=64, n_checkpoints=6, n_val=16),
-        "paper": dict(max_docs=10033, d_model=128, n_layers=4, n_heads=4, seq_len=128,
-                      batch_size=16, n_steps=10000, lr=0.3, warmup=500, proj_dim=64,
-                      n_checkpoints=10, n_val=64),
+        "smoke": dict(max_docs=200, arch="pythia", d_model=32, n_layers=1, n_heads=2, seq_len=32,
+                      batch_size=8, n_steps=80, lr=3e-3, warmup_frac=0.04, proj_dim=16,
+                      n_checkpoints=4, n_val=32, seeds=(0, 1), sweep_steps=(80,),
+                      adamw_lrs=(3e-3,), sgd_lrs=(0.3,)),
+        "book": dict(max_docs=2000, arch="pythia", d_model=64, n_layers=2, n_heads=4, seq_len=32,
+                     batch_size=16, n_steps=1000, lr=3e-3, warmup_frac=0.04, proj_dim=64,
+                     n_checkpoints=6, n_val=128, seeds=(0, 1, 2), sweep_steps=(250, 1000),
+                     adamw_lrs=(1e-3, 3e-3), sgd_lrs=(0.1, 0.3)),
+        "paper": dict(max_docs=10033, arch="pythia", d_model=128, n_layers=4, n_heads=4,
+                      seq_len=128, batch_size=16, n_steps=20000, lr=1e-3, warmup_frac=0.04,
+                      proj_dim=64, n_checkpoints=10, n_val=256, seeds=(0, 1, 2),
+                      sweep_steps=(5000, 20000), adamw_lrs=(3e-4, 1e-3, 3e-3),
+                      sgd_lrs=(0.03, 0.1, 0.3)),
     },
 }
 
