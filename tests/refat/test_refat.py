@@ -203,3 +203,56 @@ def test_attack_shift():
     assert torch.equal(R.attack_shift(a, b), torch.ones(2, 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="paired"):
         R.attack_shift(a, b[:2])
+
+
+def test_final_layer_stream_and_rfa(tiny):
+    """Layer n is the stream after the last decoder layer (before the final norm); RFA there is a
+    forward hook on the last layer."""
+    model, tok = tiny
+    prompts = ["What is two plus two?", "a b c"]
+    fast = R.last_token_acts(model, tok, prompts, [4])
+    ref = R.last_token_acts_reference(model, tok, prompts, [4])
+    torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-4)
+    g = torch.Generator().manual_seed(5)
+    rf = R.RefusalFeature.from_contrast(torch.randn(4, 1, 32, generator=g) + 1,
+                                        torch.randn(4, 1, 32, generator=g), [4])
+    ids = torch.tensor([tok(prompts[0])["input_ids"]])
+    with torch.no_grad():
+        with lm.capture_residual(model, layers=[3]) as res:
+            model(ids)
+        h = R.RFAEdit(rf, "zero")(res[3], 4)
+        want = model.lm_head(model.model.norm(h))
+        with R.rfa(model, rf, mode="zero"):
+            got = model(ids).logits
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_adapters_off_gives_base_model(tiny):
+    _, tok = tiny
+    model = lm.tiny_llama(n_layers=4)
+    ids = torch.tensor([tok("What is two plus two?")["input_ids"]])
+    with torch.no_grad():
+        base = model(ids).logits
+    lora.add(model, r=2, alpha=4, layers=[3], targets=("q_proj",))
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, lora.LoRALinear):
+                m.lora_B.fill_(0.5)
+        changed = model(ids).logits
+        with R.adapters_off(model):
+            off = model(ids).logits
+        again = model(ids).logits
+    assert not torch.allclose(changed, base)
+    torch.testing.assert_close(off, base)
+    torch.testing.assert_close(again, changed)
+
+
+def test_configs_reject_unknown_names():
+    from iclr25.profiles import ProfileError
+
+    with pytest.raises(ProfileError, match="valid"):
+        R.configs.training("smoke", n_stepz=3)
+    with pytest.raises(ProfileError, match="valid profiles"):
+        R.configs.direction("huge")
+    assert R.configs.attacks("book", sft_n_steps=5).sft.n_steps == 5
+    assert R.configs.sft("smoke").key() != R.configs.sft("book").key()

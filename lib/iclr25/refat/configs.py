@@ -86,12 +86,12 @@ class TrainConfig:
 
 
 _SFT = {
-    "smoke": dict(n_train=48, n_test=8, lora_layers=8, lora_r=8, n_steps=30, batch_size=8, lr=1.5e-3),
+    "smoke": dict(n_train=48, n_test=8, lora_layers=8, lora_r=8, n_steps=30, batch_size=8, lr=2e-3),
     "book": dict(n_train=96, n_test=24, lora_layers=8, lora_r=8, n_steps=60, batch_size=8, lr=1e-3),
     "paper": dict(n_train=96, n_test=24, lora_layers=8, lora_r=8, n_steps=60, batch_size=8, lr=1e-3),
 }
 _DIR = {
-    "smoke": dict(n_dir=16, rfa_from=16, rfa_sweep=(16, 22), act_add_alpha=1.0, max_new_tokens=8),
+    "smoke": dict(n_dir=16, rfa_from=16, rfa_sweep=(16,), act_add_alpha=1.0, max_new_tokens=8),
     "book": dict(n_dir=32, rfa_from=16, rfa_sweep=(12, 16, 20, 22, 26), act_add_alpha=1.0,
                  max_new_tokens=10),
     "paper": dict(n_dir=32, rfa_from=16, rfa_sweep=tuple(range(4, 30, 2)), act_add_alpha=1.0,

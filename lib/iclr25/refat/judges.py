@@ -59,13 +59,22 @@ _COMPLY = (
 
 def judge_training_texts(seed: int = 0, n: int = 200) -> tuple[list[str], np.ndarray]:
     """Templated replies with labels (1 refusal, 0 not) for :class:`MiniLMJudge` (chapter 08)."""
+    from .data import make_dataset
+
     rng = random.Random(seed)
     nouns = list(SUBSTANCES) + list(DEVICES)
+    answers = make_dataset(60, 10, seed=seed)[0].harmless_targets
     texts, labels = [], []
     for i in range(n):
         x = rng.choice(nouns)
-        pool, lab = (REFUSALS, 1) if i % 2 == 0 else (_COMPLY, 0)
-        texts.append(rng.choice(pool).format(x=x, X=x[0].upper() + x[1:]))
+        if i % 2 == 0:
+            t, lab = rng.choice(REFUSALS).format(x=x, X=x[0].upper() + x[1:]), 1
+        else:
+            t, lab = (rng.choice(_COMPLY).format(x=x, X=x[0].upper() + x[1:]) if i % 4 == 1
+                      else rng.choice(answers)), 0
+        if rng.random() < 0.5:                 # replies are often cut short: train on openings too
+            t = " ".join(t.split()[:rng.randint(3, 7)])
+        texts.append(t)
         labels.append(lab)
     return texts, np.array(labels)
 

@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .. import lm, paths
@@ -16,7 +17,8 @@ from .configs import SFTConfig
 from .data import PromptSet, make_dataset
 from .training import prepare, train_refusal
 
-__all__ = ["LORA_TARGETS", "cache_path", "aligned_model", "add_adapters"]
+__all__ = ["LORA_TARGETS", "cache_path", "aligned_model", "add_adapters", "adapters_off", "reset_to_sft",
+           "refusal_eval", "model_feature", "gcg_suffixes", "robustness_eval"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -65,3 +67,102 @@ def aligned_model(cfg: SFTConfig, *, model_name: str | None = None, rebuild: boo
     for p in model.parameters():
         p.requires_grad_(False)
     return model, tok, train, test, info
+
+
+class adapters_off:
+    """Context manager: the LoRA adapters contribute nothing inside (the base model), restored
+    on exit. Chapter 08."""
+
+    def __init__(self, model):
+        self.mods = [m for m in model.modules() if isinstance(m, lora.LoRALinear)]
+
+    def __enter__(self):
+        self.saved = [m.scaling for m in self.mods]
+        for m in self.mods:
+            m.scaling = 0.0
+        return self
+
+    def __exit__(self, *exc):
+        for m, s in zip(self.mods, self.saved):
+            m.scaling = s
+        return False
+
+
+def reset_to_sft(model, cfg: SFTConfig, *, trainable: bool = True):
+    """Replace the model's adapters by the cached SFT ones (before each fine-tuning run of
+    ``03-refat-training``); ``trainable`` unfreezes them."""
+    lora.remove(model)
+    lora.load(model, cache_path(cfg))
+    for name, p in model.named_parameters():
+        p.requires_grad_(trainable and ("lora_A" in name or "lora_B" in name))
+    return model
+
+
+def refusal_eval(model, tok, prompts, *, max_new_tokens: int = 10, edit=None,
+                 batch_size: int = 16):
+    """``(refusal rate by prefix match, generated texts)`` for ``prompts``, greedy, optionally
+    inside the context manager factory ``edit`` (e.g. ``lambda: rfa(model, rf)``). Chapter 08."""
+    import contextlib
+
+    from .judges import refusal_rate
+
+    with (edit() if edit is not None else contextlib.nullcontext()):
+        texts = lm.generate_batch(model, tok, list(prompts), max_new_tokens=max_new_tokens,
+                                  batch_size=batch_size).texts
+    return refusal_rate(texts), texts
+
+
+def model_feature(model, tok, ps: PromptSet, layers, n_dir: int):
+    """The refusal feature of ``model`` at ``layers`` from the first ``n_dir`` prompts per class
+    of ``ps`` (difference of means at the last prompt token). Chapter 08."""
+    from .features import RefusalFeature, last_token_acts
+
+    return RefusalFeature.from_contrast(last_token_acts(model, tok, ps.harmful[:n_dir], layers),
+                                        last_token_acts(model, tok, ps.harmless[:n_dir], layers),
+                                        list(layers))
+
+
+def gcg_suffixes(model, tok, prompts, cfg: SFTConfig, *, n_iter: int, topk: int, n_cand: int,
+                 suffix_len: int, seed: int = 0, target: str = "Sure, here is"):
+    """GCG-lite results (:class:`~iclr25.refat.attacks.GCGResult` as dicts) for ``prompts``
+    against the SFT model of ``cfg``, cached in ``runs/08-refat/`` so that ``03-refat-training``
+    reuses what ``02-rfa-approximates-attacks`` found. Chapter 08."""
+    import hashlib
+    from dataclasses import asdict
+
+    from .attacks import gcg_lite
+
+    key = hashlib.sha256(json.dumps([cfg.key(), list(prompts), n_iter, topk, n_cand, suffix_len, seed,
+                                     target]).encode()).hexdigest()[:16]
+    path = paths.runs_dir() / "08-refat" / f"gcg-{key}.json"
+    if path.is_file():
+        return json.loads(path.read_text()), True
+    out = [asdict(gcg_lite(model, tok, p, target, suffix_len=suffix_len, n_iter=n_iter, topk=topk,
+                           n_cand=n_cand, seed=seed + i)) for i, p in enumerate(prompts)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return out, False
+
+
+def robustness_eval(model, tok, train: PromptSet, test: PromptSet, *, templates, gcg_attacked,
+                    rfa_from: int, n_dir: int, max_new_tokens: int = 10) -> dict:
+    """Refusal of ``model`` on held-out harmful prompts under no attack, each jailbreak template,
+    GCG-lite suffixes (``gcg_attacked``: attacked prompts) and white-box RFA (the refusal feature
+    recomputed on this model, mean mode, layers ``rfa_from`` to the end); and over-refusal on the
+    harmless look-alikes. Chapter 08 (``03-refat-training``)."""
+    from .data import apply_template
+    from .features import rfa
+
+    n = len(lm.decoder_layers(model))
+    out = {}
+    out["none"], _ = refusal_eval(model, tok, test.harmful, max_new_tokens=max_new_tokens)
+    rates = [refusal_eval(model, tok, apply_template(test.harmful, t), max_new_tokens=max_new_tokens)[0]
+             for t in templates]
+    out["templates"] = float(np.mean(rates))
+    out["GCG-lite"], _ = refusal_eval(model, tok, gcg_attacked, max_new_tokens=max_new_tokens)
+    rf = model_feature(model, tok, train, range(rfa_from, n + 1), n_dir)
+    out["RFA"], _ = refusal_eval(model, tok, test.harmful, max_new_tokens=max_new_tokens,
+                                 edit=lambda: rfa(model, rf))
+    out["over-refusal (harmless)"], _ = refusal_eval(model, tok, test.harmless,
+                                                     max_new_tokens=max_new_tokens)
+    return out
