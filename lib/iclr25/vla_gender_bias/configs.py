@@ -1,0 +1,89 @@
+"""Per-notebook configs of chapter 19 for the three profiles (see :mod:`iclr25.profiles`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..profiles import make_config
+
+__all__ = ["TextProxyConfig", "ToyConfig", "DebiasConfig", "text_proxy", "toy", "debias"]
+
+
+@dataclass(frozen=True)
+class TextProxyConfig:
+    """Notebook 01: SmolLM2 with textual persons."""
+
+    seeds: tuple = (0, 1, 2)
+    n_traits: int = 20          # paper: 20 traits
+    n_skills: int = 16          # paper: 21 skills
+    n_occupations: int = 32     # paper: 40 occupations
+    n_descriptions: int = 1     # description pairs per seed (paper: 1000 images per data set)
+    batch_size: int = 16
+    model: str = "smollm2-135m-instruct"
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """Notebook 02: the toy VLA with injected occupational skew."""
+
+    seeds: tuple = (0, 1, 2)
+    n_occupations: int = 8
+    n_train: int = 1024
+    n_eval: int = 64
+    n_steps: int = 1200
+    lr: float = 3e-3
+    batch_size: int = 64
+    d_model: int = 64
+    n_layers: int = 2
+
+
+@dataclass(frozen=True)
+class DebiasConfig:
+    """Notebook 03: five debiasing families on the toy VLA."""
+
+    seed: int = 0
+    n_occupations: int = 8
+    n_train: int = 1024
+    n_eval: int = 64
+    n_steps: int = 1200          # training the toy VLA
+    debias_steps: int = 150      # each debiasing method
+    lr: float = 3e-3
+    debias_lr: float = 1e-3
+    batch_size: int = 64
+    d_model: int = 64
+    n_layers: int = 2
+    lora_r: int = 4
+    prune_heads: int = 2
+
+
+_TEXT = {"smoke": dict(seeds=(0, 1), n_traits=4, n_skills=2, n_occupations=6),
+         "book": {}, "paper": dict(n_skills=16, n_occupations=32, n_descriptions=4)}
+_TOY = {"smoke": dict(seeds=(0,), n_train=256, n_eval=32, n_steps=150),
+        "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, seeds=(0, 1, 2, 3, 4))}
+_DEB = {"smoke": dict(n_train=256, n_eval=32, n_steps=150, debias_steps=20),
+        "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, debias_steps=1000)}
+
+
+def _seeds(v):
+    if v is None or isinstance(v, tuple):
+        return v
+    if isinstance(v, int):
+        return (v,)
+    return tuple(int(s) for s in str(v).split(",")) if isinstance(v, str) else tuple(v)
+
+
+def text_proxy(profile=None, **kw) -> TextProxyConfig:
+    """Config of notebook 01 (``seeds`` may be an int, a list or ``"0,1,2"``)."""
+    kw["seeds"] = _seeds(kw.get("seeds"))
+    return make_config(TextProxyConfig, _TEXT, profile, **kw)
+
+
+def toy(profile=None, **kw) -> ToyConfig:
+    """Config of notebook 02."""
+    kw["seeds"] = _seeds(kw.get("seeds"))
+    return make_config(ToyConfig, _TOY, profile, **kw)
+
+
+def debias(profile=None, **kw) -> DebiasConfig:
+    """Config of notebook 03."""
+    return make_config(DebiasConfig, _DEB, profile, **kw)

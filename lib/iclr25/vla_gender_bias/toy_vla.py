@@ -1,0 +1,441 @@
+"""A vision-language assistant whose gender bias is known by construction (chapter 19, notebook 02).
+
+- :class:`SyntheticPortraits`: 16x16 RGB "portraits" whose pixels encode a binary gender
+  attribute (stripe orientation) and a background colour, plus nuisance (phase, contrast, noise,
+  a random blob).
+- :class:`ToyVLA`: a small CNN vision encoder and a linear projector that write
+  ``n_image_tokens`` soft image tokens at the front of a :class:`iclr25.tinygpt.TinyGPT`
+  language model (LLaVA's layout, at toy size), followed by ``n_prompt_slots`` slots that
+  prompt tuning may write to, then the text.
+- :class:`WordTokenizer`: a closed word-level vocabulary of the prompts (option letters are
+  single tokens).
+- :func:`make_training_data`: captions whose occupations co-occur with gender at an injected
+  share of women per occupation, turned into instruction data (yes/no questions about the
+  caption's occupation, as LLaVA turns captions into instructions) plus a background-colour
+  multiple-choice question (the capability the debiasing must retain).
+
+The pilot (chapter page) first tried the issue's preferred design, soft tokens injected late
+into a frozen SmolLM2-135M: in 120 steps (6 min under load) it learned neither the colour nor
+the skew, so the chapter uses this from-scratch model, the issue's fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from .. import tinygpt
+from ..progress import progress
+from . import values as V
+from .protocol import LETTERS, Subject, format_prompt, make_prompts, option_orders, option_probs
+
+__all__ = ["SyntheticPortraits", "WordTokenizer", "ToyVLA", "COLORS", "COLOR_QUESTIONS",
+           "CAPTION_PROMPT", "build_texts", "injected_shares", "skewed_occupations",
+           "make_training_data", "Examples", "encode_examples", "fit", "score_images",
+           "protocol_table", "color_accuracy", "caption_perplexity", "measure_bias", "ToySetup",
+           "setup", "train_toy", "evaluate"]
+
+COLORS = ("red", "green", "blue")
+COLOR_QUESTIONS = ("What is the background colour of the image?",
+                   "Which colour is the background of this picture?",
+                   "The background of the image is which colour?",
+                   "Name the colour of the image's background.")
+CAPTION_PROMPT = "Describe the image."
+
+
+class SyntheticPortraits:
+    """``n`` portraits with a balanced gender attribute and a uniform background colour.
+
+    Chapter 19. ``images``: float32 ``(n, 3, size, size)``; ``gender``: 1 = female, 0 = male
+    (stripes vertical vs horizontal); ``color``: index into :data:`COLORS`. ``noise`` sets the
+    nuisance level (the stripes have amplitude 0.35-0.6, so the attribute stays decodable)."""
+
+    def __init__(self, n: int, *, size: int = 16, noise: float = 0.25, seed: int = 0):
+        if not isinstance(n, int) or n < 2 or n % 2:
+            raise ValueError(f"n must be an even number >= 2 (gender-balanced), got {n!r}")
+        g = torch.Generator().manual_seed(seed)
+        self.gender = (torch.arange(n) % 2)[torch.randperm(n, generator=g)]
+        self.color = torch.randint(0, len(COLORS), (n,), generator=g)
+        yy, xx = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
+        phase = torch.rand(n, generator=g) * 2 * math.pi
+        amp = 0.35 + 0.25 * torch.rand(n, generator=g)
+        coord = torch.where(self.gender[:, None, None] == 1, xx[None].float(), yy[None].float())
+        stripes = amp[:, None, None] * torch.sin(coord * (2 * math.pi / 4) + phase[:, None, None])
+        img = torch.zeros(n, 3, size, size)
+        img[torch.arange(n), self.color] += 0.6
+        img += stripes[:, None]
+        cy, cx = torch.randint(0, size, (2, n), generator=g)
+        blob = torch.exp(-((yy[None] - cy[:, None, None]) ** 2 + (xx[None] - cx[:, None, None]) ** 2) / 6.0)
+        img += (torch.rand(n, 3, 1, 1, generator=g) - 0.5) * blob[:, None]
+        img += noise * torch.randn(img.shape, generator=g)
+        self.images = img
+
+    def __len__(self) -> int:
+        return len(self.gender)
+
+
+_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|[^\sA-Za-z]")
+
+
+class WordTokenizer:
+    """Closed word-level vocabulary (chapter 19): words and punctuation of ``texts``; unseen
+    words map to ``<unk>``. Specials: ``<pad>`` 0, ``<bos>`` 1, ``<img>`` 2, ``<pt>`` 3, ``<unk>`` 4."""
+
+    SPECIALS = ("<pad>", "<bos>", "<img>", "<pt>", "<unk>")
+
+    def __init__(self, texts: Sequence[str]):
+        words = sorted({w.lower() if len(w) > 1 else w for t in texts for w in _WORD.findall(t)})
+        self.vocab = list(self.SPECIALS) + [w for w in words if w not in self.SPECIALS]
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.index.get(w.lower() if len(w) > 1 else w, 4) for w in _WORD.findall(text)]
+
+    def decode(self, ids) -> str:
+        return " ".join(self.vocab[int(i)] for i in ids)
+
+    def letter_ids(self, n: int) -> list[int]:
+        return [self.index[L] for L in LETTERS[:n]]
+
+
+class ToyVLA(nn.Module):
+    """CNN encoder -> linear projector -> ``n_image_tokens`` soft tokens in front of a TinyGPT.
+
+    Chapter 19, notebook 02. The sequence is ``<bos>``, the image tokens, ``n_prompt_slots``
+    ``<pt>`` slots (a constant token; prompt tuning adds trainable vectors there), then the text.
+    """
+
+    def __init__(self, vocab_size: int, *, n_image_tokens: int = 2, n_prompt_slots: int = 4,
+                 d_model: int = 64, n_layers: int = 2, n_heads: int = 4, max_len: int = 96,
+                 seed: int = 0):
+        super().__init__()
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.gpt = tinygpt.TinyGPT(tinygpt.TinyGPTConfig(
+                vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                d_ff=4 * d_model, max_len=max_len))
+            self.encoder = nn.Sequential(
+                nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.projector = nn.Linear(32, n_image_tokens * d_model)
+        self.k, self.p, self.d = n_image_tokens, n_prompt_slots, d_model
+        self.prompt_vectors: torch.Tensor | None = None     # (P, d) when prompt-tuned
+
+    @property
+    def n_prefix(self) -> int:
+        """Positions before the text: ``<bos>``, image tokens, prompt slots."""
+        return 1 + self.k + self.p
+
+    def prefix_ids(self) -> list[int]:
+        return [1] + [2] * self.k + [3] * self.p
+
+    def forward(self, ids: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, T, vocab)`` for ids ``(B, T)`` that start with :meth:`prefix_ids`."""
+        g = self.gpt
+        T = ids.shape[1]
+        x = g.tok_emb(ids)
+        img = self.projector(self.encoder(images)).view(len(ids), self.k, self.d)
+        parts = [x[:, :1], img, x[:, 1 + self.k:1 + self.k + self.p]]
+        if self.prompt_vectors is not None:
+            parts[2] = parts[2] + self.prompt_vectors[None]
+        x = torch.cat(parts + [x[:, self.n_prefix:]], 1) + g.pos_emb(torch.arange(T))
+        for block in g.blocks:
+            x, _ = block(x)
+        return g.head(g.ln_f(x))
+
+
+def build_texts(task: str, values: Sequence[str] | None, split: str, *, seed: int = 0,
+                mitigation: bool = False) -> pd.DataFrame:
+    """Prompt bodies (no subject text) for a VLA: one row per (value, template, order).
+
+    Chapter 19. ``task="color"`` asks the background colour (options :data:`COLORS`, every
+    order); otherwise see :func:`~iclr25.vla_gender_bias.protocol.make_prompts` (two templates of
+    the split per value). Returns ``value``, ``template``, ``order``, ``options``, ``body``."""
+    if task == "color":
+        pool = COLOR_QUESTIONS[:2] if split == "train" else COLOR_QUESTIONS[2:]
+        rng = np.random.default_rng(seed)
+        rows = []
+        for t, q in enumerate(pool):
+            ins = V.INSTRUCTIONS[int(rng.integers(len(V.INSTRUCTIONS)))]
+            for order in option_orders(len(COLORS)):
+                body = format_prompt(q, COLORS, order, ins)
+                if mitigation:
+                    body = f"{V.MITIGATIONS[int(rng.integers(len(V.MITIGATIONS)))]}\n{body}"
+                rows.append(dict(value="color", template=t, order=order, options=COLORS, body=body))
+        return pd.DataFrame(rows)
+    df = make_prompts(task, [Subject("img", "female", None)], values, split=split, n_templates=2,
+                      seed=seed, mitigation=mitigation, text_subject=False)
+    return df[["value", "template", "order", "options", "body"]].reset_index(drop=True)
+
+
+def injected_shares(n_occupations: int, lo: float = 0.1, hi: float = 0.9) -> dict[str, float]:
+    """Share of women among the training captions of each toy occupation (the injected skew):
+    evenly spaced in ``[lo, hi]``, assigned to occupations in a fixed shuffled order (unrelated
+    to the real-world shares). ``lo = hi = 0.5`` gives the unskewed control."""
+    if not isinstance(n_occupations, int) or not 3 <= n_occupations <= len(V.OCCUPATIONS):
+        raise ValueError(f"n_occupations must be an integer in [3, {len(V.OCCUPATIONS)}]")
+    occ = [V.OCCUPATIONS[i] for i in np.random.default_rng(1234).permutation(len(V.OCCUPATIONS))]
+    return dict(zip(occ[:n_occupations], np.linspace(lo, hi, n_occupations).round(4).tolist()))
+
+
+def skewed_occupations(gender: torch.Tensor, shares: dict[str, float], *, seed: int = 0) -> torch.Tensor:
+    """A caption occupation per image: ``P(o | female) ∝ share_o``, ``P(o | male) ∝ 1 - share_o``,
+    so among captions of occupation ``o`` the share of women is ``share_o`` in expectation
+    (balanced genders). Returns the occupation index per image."""
+    s = torch.tensor(list(shares.values()), dtype=torch.float64)
+    if ((s <= 0) | (s >= 1)).any():
+        raise ValueError("shares must lie strictly between 0 and 1")
+    g = torch.Generator().manual_seed(seed)
+    pf, pm = s / s.sum(), (1 - s) / (1 - s).sum()
+    probs = torch.where(gender[:, None] == 1, pf[None], pm[None])
+    return torch.multinomial(probs, 1, generator=g).flatten()
+
+
+@dataclass
+class Examples:
+    """Training or evaluation rows: ``ids`` ``(n, T)`` right-padded, ``target_mask`` ``(n, T)``
+    (positions whose *next* token is scored), ``image`` index per row, ``kind`` per row."""
+
+    ids: torch.Tensor
+    target_mask: torch.Tensor
+    image: torch.Tensor
+    kind: list[str]
+
+    def __len__(self) -> int:
+        return len(self.image)
+
+    def subset(self, rows) -> "Examples":
+        rows = torch.as_tensor(rows)
+        return Examples(self.ids[rows], self.target_mask[rows], self.image[rows],
+                        [self.kind[int(r)] for r in rows])
+
+
+def caption(occupation: str, color: str) -> str:
+    """The toy caption of an image."""
+    return f"The person is a {occupation} . The background is {color} ."
+
+
+def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor,
+                       shares: dict[str, float], *, seed: int = 0) -> list[tuple[str, str, int, str]]:
+    """(prompt, answer, image, kind) rows: per image, its caption (kind ``caption``), one yes/no
+    question about its caption's occupation or, half the time, another occupation (kind
+    ``occupation``; training templates, a random option order), and one colour question (kind
+    ``color``). The skew enters through the captions only."""
+    rng = np.random.default_rng(seed)
+    occ_names = list(shares)
+    occ = build_texts("occupations", occ_names, "train", seed=seed)
+    col = build_texts("color", None, "train", seed=seed)
+    by_value = {v: np.flatnonzero(occ["value"].to_numpy() == v) for v in occ_names}
+    rows = []
+    for i in range(len(portraits)):
+        o, c = occ_names[int(occ_of_image[i])], COLORS[int(portraits.color[i])]
+        rows.append((CAPTION_PROMPT, caption(o, c), i, "caption"))
+        own = rng.random() < 0.5
+        q = o if own else occ_names[(int(occ_of_image[i]) + rng.integers(1, len(occ_names))) % len(occ_names)]
+        r = occ.iloc[int(rng.choice(by_value[q]))]
+        rows.append((r.body, LETTERS[list(r.order).index(0 if own else 1)], i, "occupation"))
+        r = col.iloc[int(rng.integers(len(col)))]
+        rows.append((r.body, LETTERS[list(r.order).index(int(portraits.color[i]))], i, "color"))
+    return rows
+
+
+def encode_examples(vla: ToyVLA, tok: WordTokenizer, rows) -> Examples:
+    """Tokenize (prompt, answer, image, kind) rows: prefix, prompt, answer; the answer's tokens
+    are the targets."""
+    seqs, masks = [], []
+    for prompt, answer, _, _ in rows:
+        p, a = vla.prefix_ids() + tok.encode(prompt), tok.encode(answer)
+        seqs.append(p + a)
+        masks.append([0] * (len(p) - 1) + [1] * len(a) + [0])
+    T = max(map(len, seqs))
+    if T > vla.gpt.cfg.max_len:
+        raise ValueError(f"a row has {T} tokens; the model's max_len is {vla.gpt.cfg.max_len}")
+    ids = torch.zeros(len(seqs), T, dtype=torch.long)
+    tm = torch.zeros(len(seqs), T, dtype=torch.bool)
+    for i, (s, m) in enumerate(zip(seqs, masks)):
+        ids[i, :len(s)] = torch.tensor(s)
+        tm[i, :len(m)] = torch.tensor(m, dtype=torch.bool)
+    return Examples(ids, tm, torch.tensor([r[2] for r in rows]), [r[3] for r in rows])
+
+
+def example_loss(vla: ToyVLA, ex: Examples, images: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy over the target positions."""
+    logits = vla(ex.ids, images[ex.image])
+    lg, tgt = logits[:, :-1], ex.ids[:, 1:]
+    m = ex.target_mask[:, :-1]
+    return nn.functional.cross_entropy(lg[m], tgt[m])
+
+
+def fit(vla: ToyVLA, ex: Examples, images: torch.Tensor, *, n_steps: int, batch_size: int = 64,
+        lr: float = 3e-3, seed: int = 0, loss_fn=None, desc: str = "toy VLA") -> dict:
+    """Train the parameters of ``vla`` that require grad with Adam on random batches of ``ex``
+    (chapter 19). ``loss_fn(vla, batch, images)`` defaults to the targets' cross-entropy.
+    Returns ``loss`` per step and ``seconds``."""
+    if not isinstance(n_steps, int) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
+    params = [p for p in vla.parameters() if p.requires_grad]
+    if vla.prompt_vectors is not None and vla.prompt_vectors.requires_grad:
+        params.append(vla.prompt_vectors)
+    if not params:
+        raise ValueError("nothing to train: no parameter requires grad")
+    loss_fn = loss_fn or example_loss
+    opt = torch.optim.Adam(params, lr=lr)
+    g = torch.Generator().manual_seed(seed)
+    hist, t0 = [], time.time()
+    vla.train()
+    for _ in progress(range(n_steps), desc=desc):
+        batch = ex.subset(torch.randint(0, len(ex), (batch_size,), generator=g))
+        loss = loss_fn(vla, batch, images)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        hist.append(float(loss.detach()))
+    vla.eval()
+    return {"loss": hist, "seconds": time.time() - t0}
+
+
+def _prompt_batch(vla: ToyVLA, tok: WordTokenizer, bodies: Sequence[str]):
+    seqs = [vla.prefix_ids() + tok.encode(b) for b in bodies]
+    T = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), T, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s)
+    return ids, torch.tensor([len(s) - 1 for s in seqs])
+
+
+def score_images(vla: ToyVLA, tok: WordTokenizer, bodies: Sequence[str], images: torch.Tensor,
+                 n_options: int, *, batch_size: int = 256, grad: bool = False) -> torch.Tensor:
+    """Letter log-probabilities ``(n_texts, n_images, n_options)`` for every (prompt, image)
+    pair: the next token after each prompt, renormalised over the whole vocabulary (chapter 19).
+    ``grad=True`` keeps the graph (for debiasing losses)."""
+    ids, last = _prompt_batch(vla, tok, bodies)
+    letters = tok.letter_ids(n_options)
+    n_t, n_i = len(ids), len(images)
+    t_idx = torch.arange(n_t).repeat_interleave(n_i)
+    i_idx = torch.arange(n_i).repeat(n_t)
+    out = []
+    with torch.set_grad_enabled(grad):
+        for s in range(0, len(t_idx), batch_size):
+            t, i = t_idx[s:s + batch_size], i_idx[s:s + batch_size]
+            logits = vla(ids[t], images[i])[torch.arange(len(t)), last[t]]
+            out.append(torch.log_softmax(logits, -1)[:, letters])
+    return torch.cat(out).view(n_t, n_i, n_options)
+
+
+def protocol_table(meta: pd.DataFrame, gender: torch.Tensor, letter_lp: torch.Tensor,
+                   task: str = "occupations"):
+    """The (prompt, image) grid as protocol rows and option probabilities, ready for
+    :func:`~iclr25.vla_gender_bias.protocol.aggregate` (chapter 19)."""
+    n_t, n_i, n_o = letter_lp.shape
+    g = np.where(gender.numpy() == 1, "female", "male")
+    df = pd.DataFrame({"subject": np.tile([f"img{i}" for i in range(n_i)], n_t),
+                       "gender": np.tile(g, n_t), "task": task,
+                       "value": np.repeat(meta["value"].to_numpy(), n_i),
+                       "order": [tuple(o) for o in meta["order"] for _ in range(n_i)]})
+    probs = option_probs(letter_lp.detach().reshape(-1, n_o).numpy(), df["order"].tolist())
+    return df, probs
+
+
+def measure_bias(vla: ToyVLA, tok: WordTokenizer, meta: pd.DataFrame, portraits: SyntheticPortraits):
+    """Delta per occupation of the toy VLA with the chapter's protocol (every order, the
+    evaluation templates in ``meta``, gender-balanced portraits). Returns the bias table."""
+    from .protocol import aggregate, bias_table
+    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, 2)
+    df, probs = protocol_table(meta, portraits.gender, lp)
+    return bias_table(aggregate(df, probs))
+
+
+def color_accuracy(vla: ToyVLA, tok: WordTokenizer, meta: pd.DataFrame,
+                   portraits: SyntheticPortraits) -> float:
+    """Accuracy on the background-colour multiple-choice question (the retained capability):
+    the option with the highest order-averaged probability per image."""
+    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, len(COLORS))
+    n_t, n_i, n_o = lp.shape
+    orders = [tuple(o) for o in meta["order"] for _ in range(n_i)]
+    p = option_probs(lp.reshape(-1, n_o).numpy(), orders).reshape(n_t, n_i, n_o).mean(0)
+    return float((p.argmax(1) == portraits.color.numpy()).mean())
+
+
+@torch.no_grad()
+def caption_perplexity(vla: ToyVLA, ex: Examples, images: torch.Tensor) -> float:
+    """Perplexity of held-out captions given their images (language capability retained)."""
+    return float(torch.exp(example_loss(vla, ex, images)))
+
+
+@dataclass
+class ToySetup:
+    """Everything one toy-VLA run needs (chapter 19): the tokenizer, the injected shares, the
+    training and evaluation portraits, the training examples, held-out caption examples and the
+    prompt tables (``occ_test``, ``occ_train``, ``color_test``, ``occ_test_mitigated``)."""
+
+    tok: WordTokenizer
+    shares: dict
+    train: SyntheticPortraits
+    eval: SyntheticPortraits
+    occ_of_image: torch.Tensor
+    examples: Examples
+    heldout_captions: Examples
+    occ_test: pd.DataFrame
+    occ_train: pd.DataFrame
+    color_test: pd.DataFrame
+    occ_test_mitigated: pd.DataFrame
+    model_kw: dict
+
+
+def setup(n_occupations: int, n_train: int, n_eval: int, *, seed: int = 0, skewed: bool = True,
+          d_model: int = 64, n_layers: int = 2) -> ToySetup:
+    """Build the data of one toy-VLA run (chapter 19, notebooks 02-03). ``skewed=False`` is the
+    control: every occupation's captions are half women (same images, same steps)."""
+    shares = injected_shares(n_occupations)
+    if not skewed:
+        shares = {o: 0.5 for o in shares}
+    occ = list(shares)
+    metas = dict(occ_test=build_texts("occupations", occ, "test", seed=seed),
+                 occ_train=build_texts("occupations", occ, "train", seed=seed),
+                 color_test=build_texts("color", None, "test", seed=seed),
+                 occ_test_mitigated=build_texts("occupations", occ, "test", seed=seed, mitigation=True))
+    texts = [b for m in metas.values() for b in m["body"]]
+    texts += list(build_texts("color", None, "train", seed=seed)["body"]) + [CAPTION_PROMPT]
+    texts += [caption(o, c) for o in V.OCCUPATIONS for c in COLORS] + list(LETTERS[:3])
+    tok = WordTokenizer(texts)
+    train = SyntheticPortraits(n_train, seed=seed)
+    ev = SyntheticPortraits(n_eval, seed=seed + 10_000)
+    occ_i = skewed_occupations(train.gender, shares, seed=seed)
+    kw = dict(d_model=d_model, n_layers=n_layers, seed=seed)
+    probe = ToyVLA(len(tok), **kw)
+    ex = encode_examples(probe, tok, make_training_data(train, occ_i, shares, seed=seed))
+    occ_e = skewed_occupations(ev.gender, shares, seed=seed + 1)
+    held = encode_examples(probe, tok, [(CAPTION_PROMPT, caption(occ[int(o)], COLORS[int(c)]), i, "caption")
+                                        for i, (o, c) in enumerate(zip(occ_e, ev.color))])
+    return ToySetup(tok, shares, train, ev, occ_i, ex, held, model_kw=kw, **metas)
+
+
+def train_toy(s: ToySetup, *, n_steps: int, lr: float = 3e-3, batch_size: int = 64,
+              seed: int = 0, desc: str = "toy VLA") -> tuple[ToyVLA, dict]:
+    """Train a fresh toy VLA (every parameter) on ``s.examples`` (chapter 19)."""
+    vla = ToyVLA(len(s.tok), **s.model_kw)
+    hist = fit(vla, s.examples, s.train.images, n_steps=n_steps, lr=lr, batch_size=batch_size,
+               seed=seed, desc=desc)
+    return vla, hist
+
+
+def evaluate(vla: ToyVLA, s: ToySetup, *, mitigated: bool = False) -> dict:
+    """The protocol's bias table on the evaluation portraits, its mean |Delta|, the colour
+    accuracy and the held-out caption perplexity (chapter 19)."""
+    meta = s.occ_test_mitigated if mitigated else s.occ_test
+    tab = measure_bias(vla, s.tok, meta, s.eval)
+    return {"table": tab, "mean_abs_delta": float(tab["delta"].abs().mean()),
+            "color_accuracy": color_accuracy(vla, s.tok, s.color_test, s.eval),
+            "caption_ppl": caption_perplexity(vla, s.heldout_captions, s.eval.images)}
