@@ -156,14 +156,14 @@ def _toy(n_train=64, seed=0):
 
 def test_toy_training_data_and_scoring_agree_with_forward():
     vla, tok, por, ex, te, tr, cte = _toy()
-    assert len(ex) == 3 * len(por) and set(ex.kind) == {"caption", "occupation", "color"}
-    # every occupation/colour target is a single option letter
+    assert len(ex) == 5 * len(por) and set(ex.kind) == {"caption", "occupation", "color"}
+    # every occupation/colour target is a single option word
     for r in range(len(ex)):
         if ex.kind[r] != "caption":
             assert int(ex.target_mask[r].sum()) == 1
-    lp = T.score_images(vla, tok, te.body[:3].tolist(), por.images[:5], 2)
+    lp = T.score_images(vla, tok, te.body[:3].tolist(), por.images[:5], ("Yes", "No"))
     ids = torch.tensor([vla.prefix_ids() + tok.encode(te.body[1])])
-    direct = torch.log_softmax(vla(ids, por.images[3:4])[0, -1], -1)[tok.letter_ids(2)]
+    direct = torch.log_softmax(vla(ids, por.images[3:4])[0, -1], -1)[[tok.encode("Yes")[0], tok.encode("No")[0]]]
     torch.testing.assert_close(lp[1, 3], direct)
     tab = T.measure_bias(vla, tok, te, T.SyntheticPortraits(8, seed=5))
     assert len(tab) == 4
@@ -190,8 +190,8 @@ def test_debias_methods_train_only_their_parameters():
 def test_bias_loss_closed_form_and_pruning_masks_heads():
     vla, tok, por, ex, te, tr, cte = _toy()
     bodies, orders = tr.body.tolist()[:4], tr.order.tolist()[:4]
-    lp = T.score_images(vla, tok, bodies, por.images[:3], 2)
-    p = P.option_probs(lp.reshape(-1, 2).numpy(), [tuple(o) for o in orders for _ in range(3)])[:, 0]
+    lp = T.score_images(vla, tok, bodies, por.images[:3], ("Yes", "No"))
+    p = P.option_probs(lp.reshape(-1, 2).numpy(), [(0, 1)] * 12)[:, 0]
     want = np.abs(p - 0.5).mean()
     got = debias.bias_loss(vla, tok, bodies, orders, por.images[:3]).item()
     assert got == pytest.approx(want, abs=1e-6)

@@ -26,12 +26,12 @@ class TextProxyConfig:
 class ToyConfig:
     """Notebook 02: the toy VLA with injected occupational skew."""
 
-    seeds: tuple = (0, 1, 2)
+    seeds: tuple = (0, 1)
     n_occupations: int = 8
-    n_train: int = 1024
+    n_train: int = 512
     n_eval: int = 64
-    n_steps: int = 1200
-    lr: float = 3e-3
+    n_steps: int = 800
+    lr: float = 5e-3
     batch_size: int = 64
     d_model: int = 64
     n_layers: int = 2
@@ -43,11 +43,11 @@ class DebiasConfig:
 
     seed: int = 0
     n_occupations: int = 8
-    n_train: int = 1024
+    n_train: int = 512
     n_eval: int = 64
-    n_steps: int = 1200          # training the toy VLA
-    debias_steps: int = 150      # each debiasing method
-    lr: float = 3e-3
+    n_steps: int = 800           # training the toy VLA
+    debias_steps: int = 100      # each debiasing method
+    lr: float = 5e-3
     debias_lr: float = 1e-3
     batch_size: int = 64
     d_model: int = 64
@@ -56,11 +56,11 @@ class DebiasConfig:
     prune_heads: int = 2
 
 
-_TEXT = {"smoke": dict(seeds=(0, 1), n_traits=4, n_skills=2, n_occupations=6),
+_TEXT = {"smoke": dict(seeds=(0, 1), n_traits=4, n_skills=2, n_occupations=4),
          "book": {}, "paper": dict(n_skills=16, n_occupations=32, n_descriptions=4)}
-_TOY = {"smoke": dict(seeds=(0,), n_train=256, n_eval=32, n_steps=150),
+_TOY = {"smoke": dict(seeds=(0,), n_train=128, n_eval=16, n_steps=60),
         "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, seeds=(0, 1, 2, 3, 4))}
-_DEB = {"smoke": dict(n_train=256, n_eval=32, n_steps=150, debias_steps=20),
+_DEB = {"smoke": dict(n_train=128, n_eval=16, n_steps=60, debias_steps=10),
         "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, debias_steps=1000)}
 
 

@@ -34,12 +34,10 @@ METHODS = ("none", "prompt engineering", "prompt tuning", "LoRA", "fine-tuning",
 
 
 def bias_loss(vla: ToyVLA, tok: WordTokenizer, bodies, orders, images: torch.Tensor) -> torch.Tensor:
-    """Mean |p_yes - 0.5| over (prompt, image) pairs, p_yes renormalised over the two letters
-    and mapped through each prompt's option order (differentiable)."""
-    lp = score_images(vla, tok, bodies, images, 2, grad=True)           # (n_t, n_i, 2)
-    p = torch.softmax(lp, -1)
-    yes_at = torch.tensor([list(o).index(0) for o in orders])             # letter showing "Yes"
-    p_yes = torch.gather(p, 2, yes_at[:, None, None].expand(-1, p.shape[1], 1))[..., 0]
+    """Mean |p_yes - 0.5| over (prompt, image) pairs, p_yes renormalised over the two option
+    words (differentiable). ``orders`` is accepted for symmetry with the prompt tables."""
+    lp = score_images(vla, tok, bodies, images, ("Yes", "No"), grad=True)   # (n_t, n_i, 2)
+    p_yes = torch.softmax(lp, -1)[..., 0]
     return (p_yes - 0.5).abs().mean()
 
 

@@ -3,7 +3,8 @@
 - :class:`SyntheticPortraits`: 16x16 RGB "portraits" whose pixels encode a binary gender
   attribute (stripe orientation) and a background colour, plus nuisance (phase, contrast, noise,
   a random blob).
-- :class:`ToyVLA`: a small CNN vision encoder and a linear projector that write
+- :class:`ToyVLA`: a fixed image-statistics front end (:class:`ImageStatistics`), a small
+  trainable encoder head and a linear projector that write
   ``n_image_tokens`` soft image tokens at the front of a :class:`iclr25.tinygpt.TinyGPT`
   language model (LLaVA's layout, at toy size), followed by ``n_prompt_slots`` slots that
   prompt tuning may write to, then the text.
@@ -109,8 +110,25 @@ class WordTokenizer:
         return [self.index[L] for L in LETTERS[:n]]
 
 
+class ImageStatistics(nn.Module):
+    """A fixed (pretrained-like) vision front end: per-channel mean and standard deviation, and
+    the energy of horizontal and vertical pixel differences (log and log-ratio). It stands in for
+    a frozen CLIP-style encoder that already represents the image's attributes; the pilot's
+    from-scratch CNN did not learn the stripe orientation from the weak occupation signal."""
+
+    n_features = 9
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        g = x.mean(1)
+        dv = (g[:, :, 1:] - g[:, :, :-1]).pow(2).mean((1, 2))
+        dh = (g[:, 1:] - g[:, :-1]).pow(2).mean((1, 2))
+        return torch.cat([x.mean((2, 3)), x.std((2, 3)), torch.log(dv)[:, None],
+                          torch.log(dh)[:, None], torch.log(dv / dh)[:, None]], 1)
+
+
 class ToyVLA(nn.Module):
-    """CNN encoder -> linear projector -> ``n_image_tokens`` soft tokens in front of a TinyGPT.
+    """Image statistics -> encoder head -> linear projector -> ``n_image_tokens`` soft tokens in
+    front of a TinyGPT.
 
     Chapter 19, notebook 02. The sequence is ``<bos>``, the image tokens, ``n_prompt_slots``
     ``<pt>`` slots (a constant token; prompt tuning adds trainable vectors there), then the text.
@@ -125,9 +143,8 @@ class ToyVLA(nn.Module):
             self.gpt = tinygpt.TinyGPT(tinygpt.TinyGPTConfig(
                 vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
                 d_ff=4 * d_model, max_len=max_len))
-            self.encoder = nn.Sequential(
-                nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.encoder = nn.Sequential(ImageStatistics(), nn.Linear(ImageStatistics.n_features, 32),
+                                         nn.ReLU())
             self.projector = nn.Linear(32, n_image_tokens * d_model)
         self.k, self.p, self.d = n_image_tokens, n_prompt_slots, d_model
         self.prompt_vectors: torch.Tensor | None = None     # (P, d) when prompt-tuned
@@ -227,11 +244,15 @@ def caption(occupation: str, color: str) -> str:
 
 
 def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor,
-                       shares: dict[str, float], *, seed: int = 0) -> list[tuple[str, str, int, str]]:
-    """(prompt, answer, image, kind) rows: per image, its caption (kind ``caption``), one yes/no
-    question about its caption's occupation or, half the time, another occupation (kind
+                       shares: dict[str, float], *, n_questions: int = 3,
+                       seed: int = 0) -> list[tuple[str, str, int, str]]:
+    """(prompt, answer, image, kind) rows: per image, its caption (kind ``caption``),
+    ``n_questions`` yes/no questions, each about its caption's occupation or, half the time,
+    another occupation (kind
     ``occupation``; training templates, a random option order), and one colour question (kind
-    ``color``). The skew enters through the captions only."""
+    ``color``). The answer is the option's *word* ("Yes", "No", the colour): the pilot's
+    letter answers were not learned in budget (see the chapter page). The skew enters through the
+    captions only."""
     rng = np.random.default_rng(seed)
     occ_names = list(shares)
     occ = build_texts("occupations", occ_names, "train", seed=seed)
@@ -241,12 +262,13 @@ def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor
     for i in range(len(portraits)):
         o, c = occ_names[int(occ_of_image[i])], COLORS[int(portraits.color[i])]
         rows.append((CAPTION_PROMPT, caption(o, c), i, "caption"))
-        own = rng.random() < 0.5
-        q = o if own else occ_names[(int(occ_of_image[i]) + rng.integers(1, len(occ_names))) % len(occ_names)]
-        r = occ.iloc[int(rng.choice(by_value[q]))]
-        rows.append((r.body, LETTERS[list(r.order).index(0 if own else 1)], i, "occupation"))
+        for _ in range(n_questions):
+            own = rng.random() < 0.5
+            q = o if own else occ_names[(int(occ_of_image[i]) + rng.integers(1, len(occ_names))) % len(occ_names)]
+            r = occ.iloc[int(rng.choice(by_value[q]))]
+            rows.append((r.body, "Yes" if own else "No", i, "occupation"))
         r = col.iloc[int(rng.integers(len(col)))]
-        rows.append((r.body, LETTERS[list(r.order).index(int(portraits.color[i]))], i, "color"))
+        rows.append((r.body, c, i, "color"))
     return rows
 
 
@@ -316,12 +338,13 @@ def _prompt_batch(vla: ToyVLA, tok: WordTokenizer, bodies: Sequence[str]):
 
 
 def score_images(vla: ToyVLA, tok: WordTokenizer, bodies: Sequence[str], images: torch.Tensor,
-                 n_options: int, *, batch_size: int = 256, grad: bool = False) -> torch.Tensor:
-    """Letter log-probabilities ``(n_texts, n_images, n_options)`` for every (prompt, image)
-    pair: the next token after each prompt, renormalised over the whole vocabulary (chapter 19).
-    ``grad=True`` keeps the graph (for debiasing losses)."""
+                 options: Sequence[str], *, batch_size: int = 256, grad: bool = False) -> torch.Tensor:
+    """Option log-probabilities ``(n_texts, n_images, n_options)`` for every (prompt, image)
+    pair: the log-probability of each option's word as the next token (chapter 19), in option
+    order (not letter order). ``grad=True`` keeps the graph (for debiasing losses)."""
     ids, last = _prompt_batch(vla, tok, bodies)
-    letters = tok.letter_ids(n_options)
+    letters = [tok.encode(w)[0] for w in options]
+    n_options = len(letters)
     n_t, n_i = len(ids), len(images)
     t_idx = torch.arange(n_t).repeat_interleave(n_i)
     i_idx = torch.arange(n_i).repeat(n_t)
@@ -336,7 +359,8 @@ def score_images(vla: ToyVLA, tok: WordTokenizer, bodies: Sequence[str], images:
 
 def protocol_table(meta: pd.DataFrame, gender: torch.Tensor, letter_lp: torch.Tensor,
                    task: str = "occupations"):
-    """The (prompt, image) grid as protocol rows and option probabilities, ready for
+    """The (prompt, image) grid as protocol rows and option probabilities (``letter_lp`` in
+    option order, from :func:`score_images`), ready for
     :func:`~iclr25.vla_gender_bias.protocol.aggregate` (chapter 19)."""
     n_t, n_i, n_o = letter_lp.shape
     g = np.where(gender.numpy() == 1, "female", "male")
@@ -344,7 +368,7 @@ def protocol_table(meta: pd.DataFrame, gender: torch.Tensor, letter_lp: torch.Te
                        "gender": np.tile(g, n_t), "task": task,
                        "value": np.repeat(meta["value"].to_numpy(), n_i),
                        "order": [tuple(o) for o in meta["order"] for _ in range(n_i)]})
-    probs = option_probs(letter_lp.detach().reshape(-1, n_o).numpy(), df["order"].tolist())
+    probs = option_probs(letter_lp.detach().reshape(-1, n_o).numpy(), [tuple(range(n_o))] * len(df))
     return df, probs
 
 
@@ -352,7 +376,7 @@ def measure_bias(vla: ToyVLA, tok: WordTokenizer, meta: pd.DataFrame, portraits:
     """Delta per occupation of the toy VLA with the chapter's protocol (every order, the
     evaluation templates in ``meta``, gender-balanced portraits). Returns the bias table."""
     from .protocol import aggregate, bias_table
-    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, 2)
+    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, ("Yes", "No"))
     df, probs = protocol_table(meta, portraits.gender, lp)
     return bias_table(aggregate(df, probs))
 
@@ -361,10 +385,10 @@ def color_accuracy(vla: ToyVLA, tok: WordTokenizer, meta: pd.DataFrame,
                    portraits: SyntheticPortraits) -> float:
     """Accuracy on the background-colour multiple-choice question (the retained capability):
     the option with the highest order-averaged probability per image."""
-    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, len(COLORS))
+    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, COLORS)
     n_t, n_i, n_o = lp.shape
-    orders = [tuple(o) for o in meta["order"] for _ in range(n_i)]
-    p = option_probs(lp.reshape(-1, n_o).numpy(), orders).reshape(n_t, n_i, n_o).mean(0)
+    p = option_probs(lp.reshape(-1, n_o).numpy(), [tuple(range(n_o))] * (n_t * n_i))
+    p = p.reshape(n_t, n_i, n_o).mean(0)
     return float((p.argmax(1) == portraits.color.numpy()).mean())
 
 
