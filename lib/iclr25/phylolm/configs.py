@@ -1,8 +1,8 @@
 """The chapter's runs at each profile (see :mod:`iclr25.profiles`).
 
 ``smoke`` builds 12 TinyGPTs (3 families x root, seed-sibling, int8, 30% pruned; 60 steps
-each) and samples 16 genes x 8 probes; ``book`` 24 TinyGPTs (3 families x 8) trained for 300
-steps, the SmolLM2 family (6 models) and Gemma-3-270M, 32 genes x 16 probes; ``paper`` the
+each) and samples 16 genes x 8 probes; ``book`` 16 TinyGPTs (2 families x 8) trained for 300
+steps, the SmolLM2 family (6 models) and Gemma-3-270M, 24 genes x 16 probes; ``paper`` the
 paper's G = 128, N = 32 with 4 families of 8.
 """
 
@@ -51,9 +51,9 @@ RUNS = {
     "smoke": dict(n_families=3, edits=("reseed", "int8", "prune"), n_steps=60, batch_size=16,
                   lr=6e-3, G=16, N=8, G_pool=32, N_max=16, llm=False, llm_edits=(),
                   gemma=False, n_items=12),
-    "book": dict(n_families=3, edits=("reseed", "int8", "int4", "prune", "continue", "finetune",
+    "book": dict(n_families=2, edits=("reseed", "int8", "int4", "prune", "continue", "finetune",
                                       "distill"),
-                 n_steps=300, batch_size=16, lr=5e-3, G=32, N=16, G_pool=128, N_max=32, llm=True,
+                 n_steps=300, batch_size=16, lr=5e-3, G=24, N=16, G_pool=128, N_max=32, llm=True,
                  llm_edits=("int8", "int4", "prune10", "prune30", "lora"), gemma=True,
                  n_items=24),
     "paper": dict(n_families=4, edits=("reseed", "int8", "int4", "prune", "continue", "finetune",
