@@ -172,7 +172,7 @@ def test_gcg_lite_does_not_increase_loss(tiny):
                      topk=8, n_cand=8, progress_bar=False)
     assert len(res.losses) == 5
     assert all(b <= a + 1e-6 for a, b in zip(res.losses, res.losses[1:]))
-    assert res.attacked.startswith("What is two plus two? ")
+    assert res.attacked.startswith("What is two plus two? ") or res.attacked.startswith("What is two plus two?!")
     assert tok(res.suffix, add_special_tokens=False)["input_ids"] == res.suffix_ids
     with pytest.raises(ValueError, match="suffix_len"):
         R.gcg_lite(model, tok, "x", suffix_len=0)
@@ -256,3 +256,12 @@ def test_configs_reject_unknown_names():
         R.configs.direction("huge")
     assert R.configs.attacks("book", sft_n_steps=5).sft.n_steps == 5
     assert R.configs.sft("smoke").key() != R.configs.sft("book").key()
+
+
+def test_gcg_initial_suffix_is_stable_on_smollm2_tokenizer():
+    """A run of '!' merges into fewer tokens under SmolLM2's BPE, which once left every candidate
+    unstable (no move at all): the initial suffix must re-tokenize to itself."""
+    tok = lm.load_tokenizer()
+    ids = R.attacks._initial_suffix(tok, 8)
+    assert len(ids) == 8
+    assert tok(tok.decode(ids), add_special_tokens=False)["input_ids"] == ids

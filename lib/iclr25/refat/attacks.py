@@ -58,13 +58,25 @@ def _pieces(tokenizer, prompt: str):
     return enc(before), enc(after)
 
 
+def _initial_suffix(tokenizer, suffix_len: int) -> list[int]:
+    """``" ! ! ! ..."``: one token per position that re-tokenizes to itself (a run of ``"!"``
+    without spaces merges into fewer tokens, which would make every candidate unstable)."""
+    for piece in (" !", "!", " x"):
+        ids = list(tokenizer(piece, add_special_tokens=False)["input_ids"])
+        if len(ids) == 1:
+            cand = ids * suffix_len
+            if list(tokenizer(tokenizer.decode(cand), add_special_tokens=False)["input_ids"]) == cand:
+                return cand
+    raise ValueError("no single-token piece among ' !', '!', ' x' re-tokenizes stably with this tokenizer")
+
+
 def gcg_lite(model: nn.Module, tokenizer, prompt: str, target: str = "Sure, here is", *,
              suffix_len: int = 8, n_iter: int = 20, topk: int = 32, n_cand: int = 16,
              seed: int = 0, allowed: torch.Tensor | None = None, progress_bar: bool = True) -> GCGResult:
     """Greedy coordinate gradient search for a suffix that makes the model start with ``target``.
 
-    Chapter 08. Candidates whose text does not re-tokenize to the same ids are dropped, so the
-    attacked prompt (text) reproduces the optimised tokens.
+    Chapter 08. The suffix starts as ``" ! ! ..."``; candidates whose text does not re-tokenize
+    to the same ids are dropped, so the attacked prompt (text) reproduces the optimised tokens.
     """
     import time
 
@@ -76,8 +88,7 @@ def gcg_lite(model: nn.Module, tokenizer, prompt: str, target: str = "Sure, here
     allowed = allowed_tokens(tokenizer) if allowed is None else allowed
     before, after = _pieces(tokenizer, prompt)
     tgt = list(tokenizer(target, add_special_tokens=False)["input_ids"])
-    bang = tokenizer("!", add_special_tokens=False)["input_ids"]
-    suffix = torch.tensor((bang * suffix_len)[:suffix_len])
+    suffix = torch.tensor(_initial_suffix(tokenizer, suffix_len))
     emb = model.get_input_embeddings()
     W = emb.weight
     pre_ids, post_ids = torch.tensor(before), torch.tensor(after + tgt)
@@ -133,7 +144,8 @@ def gcg_lite(model: nn.Module, tokenizer, prompt: str, target: str = "Sure, here
     finally:
         model.train(was)
     text = tokenizer.decode(best.tolist())
-    return GCGResult(prompt, best.tolist(), text, prompt + " " + text, hist, time.perf_counter() - t0)
+    sep = "" if text.startswith(" ") else " "
+    return GCGResult(prompt, best.tolist(), text, prompt + sep + text, hist, time.perf_counter() - t0)
 
 
 def random_suffixes(tokenizer, n: int, suffix_len: int, seed: int = 0,
