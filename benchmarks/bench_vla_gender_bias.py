@@ -10,7 +10,10 @@ template, text-proxy persons, every option order).
   prompt, reading the first step's scores, as the paper's evaluation does; target >= 10x;
 - lm-eval (baseline): ``HFLM.loglikelihood`` on (prompt, letter) requests, two per prompt.
 
-Outputs must agree to 1e-4 (log-probabilities). Torch runs on one thread by default
+Outputs must agree to 1e-4: the letters' log-probabilities renormalised over the two letters,
+which is what the protocol uses. (lm-eval moves the context's trailing newline into the
+continuation, so it scores "\nA" and "\nB": its raw numbers carry log p("\n") of the chat
+template, about -0.003, the same for both letters; renormalising removes it.) Torch runs on one thread by default
 (``--threads``). Run alone: timings beside other jobs are noise. ``--quick`` runs a few prompts.
 """
 
@@ -25,6 +28,12 @@ import torch
 from iclr25 import bench, lm
 from iclr25 import vla_gender_bias as vgb
 from iclr25.vla_gender_bias.configs import TextProxyConfig
+
+
+def renorm(lp: np.ndarray) -> np.ndarray:
+    """Log-probabilities renormalised over the letters (rows)."""
+    m = lp.max(1, keepdims=True)
+    return lp - (m + np.log(np.exp(lp - m).sum(1, keepdims=True)))
 
 
 def workload(tok, n_occupations: int):
@@ -42,10 +51,10 @@ def bench_scoring(model, tok, texts, batch_size: int, repeat: int) -> dict:
                   "threads": torch.get_num_threads(),
                   "mean_prompt_tokens": float(np.mean([len(tok(t).input_ids) for t in texts]))})
     cmp.add("ours (batched, last position only)",
-            lambda: vgb.score_letters(model, tok, texts, 2, batch_size=batch_size), work=n,
+            lambda: renorm(vgb.score_letters(model, tok, texts, 2, batch_size=batch_size)), work=n,
             what="score_letters(method='batched')")
     cmp.add("official route (generate, 1 new token, per prompt)",
-            lambda: vgb.score_letters(model, tok, texts, 2, method="generate"), role="baseline",
+            lambda: renorm(vgb.score_letters(model, tok, texts, 2, method="generate")), role="baseline",
             peer="transformers generate", work=n,
             what="model.generate(max_new_tokens=1, output_scores=True) per prompt, as the paper's evaluation")
     if importlib.util.find_spec("lm_eval") is None:
@@ -60,7 +69,7 @@ def bench_scoring(model, tok, texts, batch_size: int, repeat: int) -> dict:
 
         def peer():
             out = hflm.loglikelihood(reqs, disable_tqdm=True)
-            return np.array([lp for lp, _ in out]).reshape(n, 2)
+            return renorm(np.array([lp for lp, _ in out]).reshape(n, 2))
 
         cmp.add("lm-eval HFLM.loglikelihood", peer, role="baseline", peer="lm-eval", work=n,
                 what="HFLM.loglikelihood on (prompt, letter) requests, two per prompt")
