@@ -265,3 +265,36 @@ def test_gcg_initial_suffix_is_stable_on_smollm2_tokenizer():
     ids = R.attacks._initial_suffix(tok, 8)
     assert len(ids) == 8
     assert tok(tok.decode(ids), add_special_tokens=False)["input_ids"] == ids
+
+
+def test_gcg_cache_key_holds_the_code_and_the_weights(tiny, tmp_path, monkeypatch):
+    """Cached GCG-lite suffixes are reused only while the attack's code, the SFT adapters and
+    the settings are unchanged."""
+    from iclr25.refat import pipeline
+
+    model, tok = tiny
+    monkeypatch.setenv("ICLR25_RUNS_DIR", str(tmp_path))
+    cfg = R.configs.sft("smoke")
+    calls = []
+    real = R.attacks.gcg_lite
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(R.attacks, "gcg_lite", counting)
+    kw = dict(n_iter=1, topk=4, n_cand=2, suffix_len=2)
+    out, cached = R.gcg_suffixes(model, tok, ["What is two plus two?"], cfg, **kw)
+    assert not cached and len(calls) == 1
+    again, cached = R.gcg_suffixes(model, tok, ["What is two plus two?"], cfg, **kw)
+    assert cached and again == out and len(calls) == 1
+    monkeypatch.setattr(pipeline, "GCG_CACHE_VERSION", pipeline.GCG_CACHE_VERSION + 1)   # code change
+    _, cached = R.gcg_suffixes(model, tok, ["What is two plus two?"], cfg, **kw)
+    assert not cached and len(calls) == 2
+    v = pipeline.gcg_code_version()
+    assert v.split("-")[1] == __import__("hashlib").sha256(
+        open(R.attacks.__file__, "rb").read()).hexdigest()[:16]
+    pipeline.cache_path(cfg).parent.mkdir(parents=True, exist_ok=True)
+    pipeline.cache_path(cfg).write_bytes(b"other adapters")                                  # new weights
+    _, cached = R.gcg_suffixes(model, tok, ["What is two plus two?"], cfg, **kw)
+    assert not cached and len(calls) == 3

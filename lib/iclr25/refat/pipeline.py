@@ -18,7 +18,8 @@ from .data import PromptSet, make_dataset
 from .training import prepare, train_refusal
 
 __all__ = ["LORA_TARGETS", "cache_path", "aligned_model", "add_adapters", "adapters_off", "reset_to_sft",
-           "refusal_eval", "model_feature", "gcg_suffixes", "robustness_eval"]
+           "refusal_eval", "model_feature", "gcg_suffixes", "gcg_code_version", "GCG_CACHE_VERSION",
+           "robustness_eval"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -122,18 +123,38 @@ def model_feature(model, tok, ps: PromptSet, layers, n_dir: int):
                                         list(layers))
 
 
+GCG_CACHE_VERSION = 2   # bump when something outside attacks.py changes what GCG-lite finds
+
+
+def gcg_code_version() -> str:
+    """A version of the GCG-lite code for cache keys (chapter 08): :data:`GCG_CACHE_VERSION` and
+    a hash of ``attacks.py``'s source, so editing the attack invalidates cached suffixes."""
+    import hashlib
+
+    from . import attacks
+
+    src = Path(attacks.__file__).read_bytes()
+    return f"{GCG_CACHE_VERSION}-{hashlib.sha256(src).hexdigest()[:16]}"
+
+
 def gcg_suffixes(model, tok, prompts, cfg: SFTConfig, *, n_iter: int, topk: int, n_cand: int,
                  suffix_len: int, seed: int = 0, target: str = "Sure, here is"):
     """GCG-lite results (:class:`~iclr25.refat.attacks.GCGResult` as dicts) for ``prompts``
     against the SFT model of ``cfg``, cached in ``runs/08-refat/`` so that ``03-refat-training``
-    reuses what ``02-rfa-approximates-attacks`` found. Chapter 08."""
+    reuses what ``02-rfa-approximates-attacks`` found. Chapter 08.
+
+    The cache key holds :func:`gcg_code_version` (a hash of the attack's source) and a hash of the
+    SFT adapters' file, so a change to the attack code or to the attacked model invalidates it.
+    Returns ``(results, cached)``."""
     import hashlib
     from dataclasses import asdict
 
     from .attacks import gcg_lite
 
-    key = hashlib.sha256(json.dumps([cfg.key(), list(prompts), n_iter, topk, n_cand, suffix_len, seed,
-                                     target]).encode()).hexdigest()[:16]
+    adapters = cache_path(cfg)
+    weights = hashlib.sha256(adapters.read_bytes()).hexdigest() if adapters.is_file() else "none"
+    key = hashlib.sha256(json.dumps([cfg.key(), gcg_code_version(), weights, list(prompts), n_iter, topk,
+                                     n_cand, suffix_len, seed, target]).encode()).hexdigest()[:16]
     path = paths.runs_dir() / "08-refat" / f"gcg-{key}.json"
     if path.is_file():
         return json.loads(path.read_text()), True
