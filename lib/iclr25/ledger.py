@@ -25,7 +25,9 @@ notebooks it affects being re-run (``iclr25 refresh-results``, or ``make book``)
 
 :func:`compare` is the CI check that a re-run in the book profile reproduces the committed result:
 a claim that held must still hold, and a number with a stated tolerance (``Claims.check(...,
-tol=...)``) must stay within it.
+tol=...)``) must stay within it. A ``tol`` needs ``ours`` to be a number or a list of numbers
+(elementwise, in the tolerance's units): :func:`check` reports a committed result that states a
+tolerance on a descriptive string (:func:`untestable_claims`), since CI could not compare it.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = ["LEDGER_PROFILE", "Problem", "notebook_file", "notebook_imports", "module_deps",
            "input_files", "input_hashes", "code_names", "split_constraints", "pin_name",
            "constraints_hash", "CONSTRAINTS_MARKER", "inputs_record", "book_notebooks", "check",
-           "compare", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
+           "compare", "as_numbers", "untestable_claims", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
 
 LEDGER_PROFILE = "book"
 PACKAGE = "iclr25"
@@ -345,7 +347,8 @@ def check(results_dir: Path | None = None, root: Path | None = None,
           package_dir: Path | None = None, notebooks: Sequence[str] | None = None) -> list[Problem]:
     """Every problem of the committed ledger (default ``<root>/results``) against the working
     tree: one :class:`Problem` per notebook whose result is missing, stale, from another profile,
-    failed a must-hold claim, or has no notebook any more. Empty when the ledger is current."""
+    states a tolerance CI cannot check (:func:`untestable_claims`), failed a must-hold claim, or
+    has no notebook any more. Empty when the ledger is current."""
     root = root or _root()
     results_dir = results_dir or root / "results"
     wanted = list(notebooks) if notebooks is not None else book_notebooks(root)
@@ -373,6 +376,13 @@ def check(results_dir: Path | None = None, root: Path | None = None,
             detail = ("no input hashes recorded" if not old else f"inputs changed since it ran: {shown}")
             problems.append(Problem(ident, "stale", detail, changed))
             continue
+        untestable = untestable_claims(result)
+        if untestable:
+            problems.append(Problem(ident, "untestable", f"{len(untestable)} claim(s) state a tol "
+                                    "but ours is not a number or a list of numbers, so CI cannot "
+                                    "compare a re-run: " + "; ".join(c.get("claim", "?")
+                                                                     for c in untestable)))
+            continue
         failed = failed_claims(result)
         if failed:
             problems.append(Problem(ident, "failed", f"{len(failed)} must-hold claim(s) failed: "
@@ -391,8 +401,9 @@ def check(results_dir: Path | None = None, root: Path | None = None,
 # CI: re-run and compare
 
 
-def _numbers(x: Any) -> list[float] | None:
-    """``x`` as a flat list of floats, or None when it holds anything else."""
+def as_numbers(x: Any) -> list[float] | None:
+    """``x`` as a flat list of floats (a number, or a possibly nested list of numbers), or None
+    when it holds anything else (a string, a bool, None): what a claim's ``tol`` can apply to."""
     if isinstance(x, bool) or x is None:
         return None
     if isinstance(x, (int, float)):
@@ -400,12 +411,21 @@ def _numbers(x: Any) -> list[float] | None:
     if isinstance(x, (list, tuple)):
         out: list[float] = []
         for v in x:
-            n = _numbers(v)
+            n = as_numbers(v)
             if n is None:
                 return None
             out += n
         return out
     return None
+
+
+def untestable_claims(result: Mapping) -> list[dict]:
+    """The claims of a result dict that state a ``tol`` but whose ``ours`` is not a number or a
+    list of numbers: :func:`compare` cannot hold them to it, so CI could not tell a moved result
+    from a reproduced one. Write the numbers, in ``tol``'s units, as ``ours`` (and what they
+    are in the claim or its note), or keep a descriptive ``ours`` without a ``tol``."""
+    return [c for c in result.get("claims", [])
+            if c.get("tol") is not None and as_numbers(c.get("ours")) is None]
 
 
 def compare(committed: Mapping, rerun: Mapping) -> list[str]:
@@ -425,7 +445,7 @@ def compare(committed: Mapping, rerun: Mapping) -> list[str]:
                        f"re-run: {r.get('ours')})")
         tol = c.get("tol")
         if tol is not None:
-            a, b = _numbers(c.get("ours")), _numbers(r.get("ours"))
+            a, b = as_numbers(c.get("ours")), as_numbers(r.get("ours"))
             if a is None or b is None or len(a) != len(b):
                 out.append(f"not comparable within tol {tol}: {text} (committed: {c.get('ours')}, "
                            f"re-run: {r.get('ours')})")

@@ -215,6 +215,20 @@ def test_the_results_ledger_end_to_end(book, capsys):
     assert "FAILED: 99-test/01-tiny" in out and "held, now does not: lr is below 0.01" in out
 
 
+def test_verify_results_stops_starting_re_runs_when_its_budget_is_spent(book, capsys, monkeypatch):
+    """CI picks by the recorded times, but a clean clone's caches are cold: once the wall clock
+    passes the budget, the remaining picks are skipped and said to be, not failed."""
+    from iclr25 import ledger
+
+    assert main(["refresh-results"]) == 0
+    monkeypatch.setattr(ledger, "pick_for_ci", lambda **kw: (["99-test/01-tiny"] * 2, "test"))
+    capsys.readouterr()
+    assert main(["verify-results", "--budget", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: 99-test/01-tiny (the budget of 0 s is spent" in out
+    assert "1/1 re-run(s) reproduce the committed results (1 skipped for time)" in out
+
+
 def test_readme_block_is_rewritten_from_the_results(tmp_path):
     from iclr25.scorecard import README_BEGIN, README_END, readme_block, update_readme
 

@@ -46,11 +46,12 @@ def book(tmp_path):
     return tmp_path
 
 
-def _commit_result(root: Path, ident: str, pkg: Path, *, holds=True, profile="book") -> Path:
+def _commit_result(root: Path, ident: str, pkg: Path, *, holds=True, profile="book", ours=1,
+                   tol=None) -> Path:
     chapter, notebook = ident.split("/")
     data = {"schema": 1, "chapter": chapter, "notebook": notebook, "profile": profile,
-            "claims": [{"claim": "c", "source": "Fig. 1", "paper": 1, "ours": 1, "holds": holds,
-                        "must_hold": True, "note": ""}],
+            "claims": [{"claim": "c", "source": "Fig. 1", "paper": 1, "ours": ours, "holds": holds,
+                        "must_hold": True, "note": "", "tol": tol}],
             "inputs": ledger.inputs_record(chapter, notebook, root, pkg)}
     out = root / "results" / chapter / f"{notebook}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +119,28 @@ def test_check_reports_missing_profile_failed_and_orphan(book):
     (book / "results" / "01-a" / "02-core-only.json").unlink()
     kinds = {p.notebook: p.kind for p in ledger.check(root=book, package_dir=pkg)}
     assert kinds["01-a/02-core-only"] == "missing"
+
+
+def test_check_reports_a_tolerance_ci_cannot_compare(book):
+    """A tol on a descriptive ours ("0.06 vs 0.08") would make CI's comparison fail however well
+    the re-run reproduces it: the ledger check names it before CI does."""
+    pkg = book / "lib" / "iclr25"
+    _commit_result(book, "01-a/01-uses-chap", pkg, ours="0.062 vs 0.083", tol=0.1)
+    _commit_result(book, "01-a/02-core-only", pkg, ours=[0.062, 0.083], tol=0.1)
+    problems = ledger.check(root=book, package_dir=pkg)
+    assert [(p.notebook, p.kind) for p in problems] == [("01-a/01-uses-chap", "untestable")]
+    _commit_result(book, "01-a/01-uses-chap", pkg, ours="0.062 vs 0.083", tol=None)
+    assert ledger.check(root=book, package_dir=pkg) == []
+
+
+def test_as_numbers_flattens_numbers_and_refuses_anything_else():
+    assert ledger.as_numbers(3) == [3.0]
+    assert ledger.as_numbers([0.5, [1, 2.5]]) == [0.5, 1.0, 2.5]
+    for x in ("0.5", True, None, [0.5, "a"], {"a": 1}):
+        assert ledger.as_numbers(x) is None
+    assert ledger.untestable_claims(_result(("a", True, "1.00 -> 0.00", 0.2), ("b", True, 0.3, 0.1),
+                                            ("c", True, "text", None))) == \
+        [{"claim": "a", "holds": True, "ours": "1.00 -> 0.00", "tol": 0.2}]
 
 
 def test_the_real_ledger_goes_stale_on_a_tinygpt_edit(tmp_path):
