@@ -8,6 +8,7 @@
 #   make robustness  every notebook over seeds 0,1,2 (smoke): per finding, held in k of 3 seeds
 #   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
 #   make bench       all benchmarks (installs the bench extra) -> results/bench/*.json
+#   make gpu-check   on a CUDA machine: chapter 06's SAE trainer, Triton = torch, step vs peers
 #   make book-force  clear the execution cache, then make book
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -36,7 +37,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
 .PHONY: install book book-force smoke test ledger unit render browser notebooks bench clean \
-  results verify robustness
+  results verify robustness gpu-check
 
 install: $(STAMP)
 
@@ -121,6 +122,11 @@ bench: $(STAMP)
 	rm -rf results/bench
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 	@echo "make bench: records in results/bench/ (the Performance page shows them)"
+
+gpu-check: $(STAMP)
+	$(BIN)/pip install -q -c constraints.txt -e ".[bench]"
+	$(BIN)/pip install -q --no-deps -c constraints.txt $(BENCH_NODEPS)
+	$(BIN)/python benchmarks/gpu_check.py --device cuda
 
 clean:
 	rm -rf _build _build_smoke _build_check runs conf.py

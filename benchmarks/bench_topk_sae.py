@@ -57,8 +57,19 @@ def batch_list(X, steps):
 
 
 def adam(params, lr):
-    """The one optimiser every trainer gets: torch's fused CPU Adam, eps 6.25e-10."""
+    """The one optimiser every trainer gets: torch's fused Adam (CPU or CUDA), eps 6.25e-10."""
     return torch.optim.Adam(params, lr=lr, eps=6.25e-10, fused=True)
+
+
+def synced(step, device):
+    """``step`` followed by a CUDA synchronisation, so the harness times the work, not its launch."""
+    if not str(device).startswith("cuda"):
+        return step
+
+    def run():
+        step()
+        torch.cuda.synchronize(device)
+    return run
 
 
 def cycling(batches):
@@ -72,11 +83,12 @@ def cycling(batches):
     return nxt
 
 
-def run_ours(w, batches, X_eval, lr, scale):
+def run_ours(w, batches, X_eval, lr, scale, device="cpu"):
     sae = ts.TopKSAE(D, N, K, auxk=0)
     sae.load_state_dict(w)
+    sae.to(device)
     opt = adam(sae.parameters(), lr)
-    buf = torch.empty(B, N)     # the pre-activations, reused every step (as train_sae does)
+    buf = torch.empty(B, N, device=device)  # the pre-activations, reused (as train_sae does)
     nxt = cycling(batches)
 
     def step():
@@ -86,16 +98,17 @@ def run_ours(w, batches, X_eval, lr, scale):
         opt.step()
         sae.normalize_decoder_()
 
-    return step, lambda: ts.evaluate(sae, X_eval)["nmse"]
+    return synced(step, device), lambda: ts.evaluate(sae, X_eval)["nmse"]
 
 
-def run_sparsify(w, batches, X_eval, lr):
+def run_sparsify(w, batches, X_eval, lr, device="cpu"):
     # sparsify picks its Triton decoder whenever triton imports, even for CPU tensors, and then
     # fails ("0 active drivers"); its own switch selects the eager embedding_bag decoder.
-    os.environ.setdefault("SPARSIFY_DISABLE_TRITON", "1")
+    if device == "cpu":
+        os.environ.setdefault("SPARSIFY_DISABLE_TRITON", "1")
     from sparsify import SparseCoder, SparseCoderConfig
 
-    sae = SparseCoder(D, SparseCoderConfig(num_latents=N, k=K), device="cpu")
+    sae = SparseCoder(D, SparseCoderConfig(num_latents=N, k=K), device=device)
     with torch.no_grad():
         sae.encoder.weight.copy_(w["W_enc"])
         sae.encoder.bias.copy_(w["b_enc"])
@@ -113,16 +126,17 @@ def run_sparsify(w, batches, X_eval, lr):
 
     def result():
         with torch.no_grad():
-            out = torch.cat([sae(X_eval[s:s + 2048]).sae_out for s in range(0, len(X_eval), 2048)])
+            out = torch.cat([sae(X_eval[s:s + 2048].to(device)).sae_out.cpu()
+                             for s in range(0, len(X_eval), 2048)])
         return ts.nmse(out, X_eval)
-    return step, result
+    return synced(step, device), result
 
 
-def run_saelens(w, batches, X_eval, lr):
+def run_saelens(w, batches, X_eval, lr, device="cpu"):
     from sae_lens import TopKTrainingSAE, TopKTrainingSAEConfig
     from sae_lens.saes.sae import TrainStepInput
 
-    cfg = TopKTrainingSAEConfig(d_in=D, d_sae=N, k=K, dtype="float32", device="cpu")
+    cfg = TopKTrainingSAEConfig(d_in=D, d_sae=N, k=K, dtype="float32", device=device)
     sae = TopKTrainingSAE(cfg)
     with torch.no_grad():
         sae.W_enc.copy_(w["W_enc"].T)
@@ -150,10 +164,10 @@ def run_saelens(w, batches, X_eval, lr):
 
     def result():
         with torch.no_grad():
-            out = torch.cat([sae.decode(sae.encode(X_eval[s:s + 2048]))
+            out = torch.cat([sae.decode(sae.encode(X_eval[s:s + 2048].to(device))).cpu()
                              for s in range(0, len(X_eval), 2048)])
         return ts.nmse(out, X_eval)
-    return step, result
+    return synced(step, device), result
 
 
 def main(argv=None):
@@ -163,38 +177,42 @@ def main(argv=None):
     ap.add_argument("--eval-tokens", type=int, default=2048)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--quick", action="store_true", help="3 steps on 8192 cached tokens")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (benchmarks/gpu_check.py)")
     args = ap.parse_args(argv)
+    dev = args.device
     if args.quick:
         args.steps, args.tokens = 3, 8192
     torch.manual_seed(0)
     X, X_eval = load_acts(args.tokens, args.eval_tokens)
     w = init_weights(X)
     scale = ts.mse_scale(X[:8192])
-    batches = batch_list(X, args.steps)
+    batches = [x.to(dev) for x in batch_list(X, args.steps)]
+    suffix = "" if dev == "cpu" else f"-{dev.split(':')[0]}"
     cmp = bench.Comparison(
-        "06-topk-sae-train-step", f"TopK SAE training step, d={D} n={N} k={K}, batch {B}",
+        f"06-topk-sae-train-step{suffix}", f"TopK SAE training step on {dev}, d={D} n={N} k={K}, batch {B}",
         chapter="06-topk-sae", target=2.0, tol=0.01, repeat=args.steps - 1, warmup=1, unit="tok",
         settings={"d": D, "n_latents": N, "k": K, "batch": B, "dtype": "float32",
                   "optimiser": "torch.optim.Adam(fused=True, eps=6.25e-10) for every trainer",
                   "lr": args.lr, "steps": args.steps, "threads": torch.get_num_threads(),
+                  "device": dev if dev == "cpu" else torch.cuda.get_device_name(dev),
                   "activations": "SmolLM2-135M layer 15 (cached)"},
         notes="compared: held-out NMSE after the same steps on the same batches from the same "
               "weights (absolute tolerance 0.01)")
-    step, result = run_ours(w, batches, X_eval, args.lr, scale)
+    step, result = run_ours(w, batches, X_eval, args.lr, scale, dev)
     cmp.add("ours (topk_loss_and_grads)", step, result=result, work=B)
     for name, peer, fn in (("sparsify SparseCoder", "eai-sparsify", run_sparsify),
                            ("SAELens TopKTrainingSAE", "sae-lens", run_saelens)):
         try:
-            step, result = fn(w, batches, X_eval, args.lr)
+            step, result = fn(w, batches, X_eval, args.lr, dev)
         except ImportError as err:
             cmp.skip(name, str(err), peer=peer)
             continue
         cmp.add(name, step, role="baseline", peer=peer, result=result, work=B,
                 what="its forward + autograd, same projection and renormalisation")
-    W_enc, buf = w["W_enc"], torch.empty(B, N)
+    W_enc, b_enc, buf = w["W_enc"].to(dev), w["b_enc"].to(dev), torch.empty(B, N, device=dev)
     nxt = cycling(batches)
     cmp.add("encoder forward alone (the floor)",
-            lambda: torch.addmm(w["b_enc"], nxt(), W_enc.T, out=buf), role="variant", agree=False,
+            synced(lambda: torch.addmm(b_enc, nxt(), W_enc.T, out=buf), dev), role="variant", agree=False,
             work=B, what="the one dense matmul any exact TopK step does: the limit for every trainer")
     cmp.run(distance=lambda a, b: abs(float(a) - float(b)))
 

@@ -46,12 +46,13 @@ def evaluate(sae, acts, *, batch_size: int = 2048, k: int | None = None) -> dict
         raise ValueError("evaluate needs at least 2 rows of activations")
     se = 0.0
     l0 = 0.0
-    fired = torch.zeros(sae.n_latents, dtype=torch.bool)
+    device = sae.W_dec.device
+    fired = torch.zeros(sae.n_latents, dtype=torch.bool, device=device)
     xx = xr = rr = 0.0
     s1 = None
     s2 = 0.0
     for start in range(0, N, batch_size):
-        x = as_tensor_acts(acts[start:start + batch_size])
+        x = as_tensor_acts(acts[start:start + batch_size]).to(device)
         z = _code(sae, x, k)
         r = z @ sae.W_dec                             # decoded code without the bias
         x_hat = r + sae.b_pre

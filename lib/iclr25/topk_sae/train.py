@@ -66,8 +66,9 @@ def activation_scale(sample) -> float:
     return float(math.sqrt(x.shape[1] / float((x ** 2).sum(1).mean())))
 
 
-def batches(acts, batch_size: int, n_steps: int, seed: int = 0):
-    """Yield ``n_steps`` float32 batches of rows of ``acts`` (epochs of a seeded permutation).
+def batches(acts, batch_size: int, n_steps: int, seed: int = 0, device=None):
+    """Yield ``n_steps`` float32 batches of rows of ``acts`` (epochs of a seeded permutation), on
+    ``device`` (default: where ``acts`` is; CPU for arrays).
 
     ``acts`` may be a float16 ``np.memmap``: only the rows of one batch are read at a time.
     """
@@ -83,9 +84,10 @@ def batches(acts, batch_size: int, n_steps: int, seed: int = 0):
         rows = np.sort(order[pos:pos + bs])
         pos += bs
         if isinstance(acts, torch.Tensor):
-            yield acts[torch.from_numpy(rows)].float()
+            x = acts[torch.from_numpy(rows).to(acts.device)].float()
         else:
-            yield torch.from_numpy(np.asarray(acts[rows], dtype=np.float32))
+            x = torch.from_numpy(np.asarray(acts[rows], dtype=np.float32))
+        yield x if device is None else x.to(device, non_blocking=True)
 
 
 def _terms(sae: TopKSAE):
@@ -273,16 +275,18 @@ def train_sae(sae: TopKSAE, acts, *, n_steps: int, batch_size: int = 4096, lr: f
         raise ValueError(f"acts must have shape (N, d_model={sae.d_model}); got {shape}")
     if n_steps < 1 or batch_size < 1 or dead_tokens < 1:
         raise ValueError("n_steps, batch_size and dead_tokens must be positive")
-    sample = next(batches(acts, min(len(acts), 32768), 1, seed=seed + 1))
+    device = sae.W_dec.device                       # every tensor of the loop lives here
+    sample = next(batches(acts, min(len(acts), 32768), 1, seed=seed + 1, device=device))
     if init_b_pre:
         sae.init_b_pre_(sample)
     scale = mse_scale(sample) if scale is None else float(scale)
     opt = _make_opt(sae.parameters(), default_lr(sae.n_latents) if lr is None else lr)
-    since = torch.zeros(sae.n_latents, dtype=torch.long)
+    since = torch.zeros(sae.n_latents, dtype=torch.long, device=device)
+    fired = torch.zeros(sae.n_latents, dtype=torch.bool, device=device)
     log = TrainLog()
     import time
     t0 = time.perf_counter()
-    it = batches(acts, batch_size, n_steps, seed=seed)
+    it = batches(acts, batch_size, n_steps, seed=seed, device=device)
     buf = None                                      # the (B, n) pre-activations, reused
     for step, x in enumerate(progress(it, total=n_steps, desc=desc), start=1):
         dead = since >= dead_tokens
@@ -292,7 +296,7 @@ def train_sae(sae: TopKSAE, acts, *, n_steps: int, batch_size: int = 4096, lr: f
         sae.project_decoder_grad_()
         opt.step()
         sae.normalize_decoder_()
-        fired = torch.zeros(sae.n_latents, dtype=torch.bool)
+        fired.zero_()
         fired[idx[vals > DEAD_THRESHOLD]] = True
         since += x.shape[0]
         since[fired] = 0
@@ -314,7 +318,8 @@ def train_relu_sae(sae: ReLUSAE, acts, *, n_steps: int, batch_size: int = 4096,
     :func:`train_sae`); loss ``FVU + l1_coef * mean ||z||_1`` (chapter 06)."""
     if not isinstance(sae, ReLUSAE):
         raise TypeError(f"train_relu_sae trains a ReLUSAE; got {type(sae).__name__}")
-    sample = next(batches(acts, min(len(acts), 32768), 1, seed=seed + 1))
+    device = sae.W_dec.device
+    sample = next(batches(acts, min(len(acts), 32768), 1, seed=seed + 1, device=device))
     if init_b_pre:
         sae.init_b_pre_(sample)
     scale = mse_scale(sample) if scale is None else float(scale)
@@ -322,7 +327,7 @@ def train_relu_sae(sae: ReLUSAE, acts, *, n_steps: int, batch_size: int = 4096,
     log = TrainLog()
     import time
     t0 = time.perf_counter()
-    for step, x in enumerate(progress(batches(acts, batch_size, n_steps, seed=seed),
+    for step, x in enumerate(progress(batches(acts, batch_size, n_steps, seed=seed, device=device),
                                       total=n_steps, desc=desc), start=1):
         opt.zero_grad(set_to_none=True)
         z = sae.dense_code(x)
