@@ -227,3 +227,101 @@ def test_ddpm_forward_process_and_tiny_training():
     assert run.concept.shape == (len(run.steps), 4, 4, 2)
     assert run.accuracy.shape == (len(run.steps), 4)
     assert run.loss[-10:].mean() < run.loss[:5].mean()
+
+
+@pytest.mark.parametrize("i", [0, 1, 7, 19])
+def test_ddpm_posterior_matches_gaussian_conditioning(i):
+    """q(x_{i-1} | x_i, x0) from conditioning the joint Gaussian of (x_{i-1}, x_i) given x0."""
+    ddpm = sd.diffusion.DDPM(20)
+    ab = ddpm.abar.double()
+    ab_prev = ab[i - 1] if i > 0 else torch.tensor(1.0, dtype=torch.float64)
+    # x_{i-1} = sqrt(ab_prev) x0 + sqrt(1 - ab_prev) e1; x_i = sqrt(alpha_i) x_{i-1} + sqrt(beta_i) e2
+    alpha = ab[i] / ab_prev
+    m1, m2 = ab_prev.sqrt(), ab[i].sqrt()                  # means per unit x0
+    v11, v22 = 1 - ab_prev, 1 - ab[i]
+    v12 = alpha.sqrt() * v11                               # Cov(x_{i-1}, x_i)
+    x0 = torch.tensor([0.3, -0.7, 1.0], dtype=torch.float64)
+    xt = torch.tensor([0.1, 0.5, -1.2], dtype=torch.float64)
+    want_mean = m1 * x0 + v12 / v22 * (xt - m2 * x0)
+    want_var = v11 - v12 ** 2 / v22
+    mean, var = ddpm.posterior(x0.float(), xt.float(), i)
+    np.testing.assert_allclose(mean.numpy(), want_mean.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(var), float(want_var), rtol=1e-4, atol=1e-7)
+    # and by Monte Carlo: sample the forward chain, keep x_{i-1} for x_i near a fixed value (1-d)
+    g = torch.Generator().manual_seed(i)
+    n = 400_000
+    x0s = torch.full((n,), 0.4, dtype=torch.float64)
+    x_prev = ab_prev.sqrt() * x0s + (1 - ab_prev).sqrt() * torch.randn(n, generator=g, dtype=torch.float64)
+    x_i = alpha.sqrt() * x_prev + (1 - alpha).sqrt() * torch.randn(n, generator=g, dtype=torch.float64)
+    target = float(ab[i].sqrt() * 0.4)
+    near = (x_i - target).abs() < 0.01 * max(float(v22.sqrt()), 1e-3)
+    if i > 0 and near.sum() > 2000:
+        mc_mean, mc_var = float(x_prev[near].mean()), float(x_prev[near].var())
+        m, v = ddpm.posterior(torch.tensor([0.4]), torch.tensor([target]), i)
+        assert abs(mc_mean - float(m)) < 4 * np.sqrt(float(v) / int(near.sum())) + 1e-3
+        assert abs(mc_var - float(v)) < 0.05 * float(v) + 1e-6
+    with pytest.raises(ValueError, match="level i"):
+        ddpm.posterior(x0, xt, 20)
+
+
+def test_ddpm_sample_uses_posterior_and_recovers_x0_with_oracle():
+    """With an oracle denoiser that returns a fixed x0, ancestral sampling ends exactly at x0."""
+    ddpm = sd.diffusion.DDPM(10)
+    x0 = torch.tensor([[0.2, -0.5, 0.9]])
+    out = ddpm.sample(lambda x, t, c: x0.expand(len(x), -1), torch.zeros(4, 2), 3, torch.Generator().manual_seed(0))
+    np.testing.assert_allclose(out.numpy(), x0.expand(4, -1).numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("spec", [sd.MLPSpec(2, 8, symmetric=True, init_scale=0.1, init_dist="uniform"),
+                                  sd.MLPSpec(3, 8), sd.MLPSpec(3, 8, bias=True, relu=True)])
+def test_mirror_init_flips_only_the_off_diagonal_jacobian(spec):
+    d = sd.two_concept(n=50, dim=6, seed=3)
+    W, b = sd.init_params(spec, 6, seed=1, dtype=torch.float64)
+    Wm, bm = sd.mirror_init(W, b, d.U, spec)
+    xb = torch.as_tensor(d.x_b)[None, None]
+    Uc = torch.as_tensor(d.U)[None]
+    st = lambda ws: [w[None] for w in ws]                  # noqa: E731
+    from iclr25.sim_dynamics.train import _jacobian
+    J = _jacobian(st(W), st(b), xb, Uc, spec.relu, spec.bias, spec.symmetric)[0].numpy()
+    R = np.eye(6) - 2 * np.outer(d.U[1], d.U[1])
+    # x -> R f(R x): the Jacobian at R x_b is R J(x_b) R; for linear models it does not depend on the point
+    Jm = _jacobian(st(Wm), st(bm), torch.as_tensor(R @ d.x_b)[None, None], Uc, spec.relu, spec.bias,
+                   spec.symmetric)[0].numpy()
+    np.testing.assert_allclose(Jm, np.diag([1, -1]) @ J @ np.diag([1, -1]), atol=1e-10)
+    # and the function itself is x -> R f(R x)
+    X = torch.randn(1, 5, 6, dtype=torch.float64)
+    f = sd.forward(st(W), st(b), X, spec.relu, spec.bias, spec.symmetric)
+    fm = sd.forward(st(Wm), st(bm), X @ torch.as_tensor(R), spec.relu, spec.bias, spec.symmetric)
+    np.testing.assert_allclose((fm @ torch.as_tensor(R)).numpy(), f.numpy(), atol=1e-10)
+
+
+def test_official_runs_settings_and_fixed_order():
+    assert sd.our_lr(0.1, 64) == pytest.approx(0.003125) and sd.our_lr(0.01, 2) == pytest.approx(0.01)
+    r = sd.OFFICIAL_RUNS[28]
+    assert (r.n_layers, r.mu, r.dim, r.hdim, r.lr) == (4, (2.0, 4.0), 64, 64, 0.1)
+    tr, data = sd.official_run(29, [0, 1], n=100, n_epochs=2, starts="both")
+    assert tr.n_runs == 4 and tr.spec.bias and len(data) == 4
+    np.testing.assert_allclose(tr.jac[2, 0], np.diag([1, -1]) @ tr.jac[0, 0] @ np.diag([1, -1]), atol=1e-5)
+    # the centroid loss is 1/2 ||f(x_b) - x_b||^2 and the official order is the stored one every epoch
+    assert np.all(tr.ood_centroid_loss >= 0) and tr.info["reshuffle"] is False
+    from iclr25.sim_dynamics.train import _batch_orders
+    o = _batch_orders(10, 4, 3, [0, 1], reshuffle=False)
+    assert torch.equal(o[1, 2], torch.arange(10))
+    b = sd.bump_summary(tr, r.mu)
+    assert len(b["step"]) == 4 and b["per_epoch"] == 3
+    with pytest.raises(ValueError, match="unknown official run"):
+        sd.official_run(99, [0])
+    with pytest.raises(ValueError, match="unknown starts"):
+        sd.official_run(29, [0], n=10, starts="flipped")
+    with pytest.raises(ValueError, match="inits must hold"):
+        sd.train_sim(data[0], sd.MLPSpec(2, 4), seeds=[0], inits=[], show_progress=False)
+
+
+def test_train_sim_loop_and_batched_agree_with_fixed_order_and_biases():
+    d = sd.two_concept(n=60, dim=4, seed=2)
+    spec = sd.MLPSpec(3, 5, bias=True)
+    kw = dict(seeds=[0, 1], lr=0.01, batch_size=32, n_epochs=2, reshuffle=False, show_progress=False)
+    a = sd.train_sim(d, spec, backend="batched", ood_eval="samples", **kw)
+    b = sd.train_sim(d, spec, backend="loop", **kw)
+    np.testing.assert_allclose(a.ood_centroid_loss, b.ood_centroid_loss, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(a.ood_loss, b.ood_loss, rtol=1e-4, atol=1e-6)

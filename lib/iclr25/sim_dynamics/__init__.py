@@ -11,6 +11,8 @@ Public API
 - models and training: :class:`MLPSpec`, :func:`train_sim` (an ensemble of runs, batched), :class:`Trajectory`;
 - theory: :func:`one_layer_weights`, :func:`one_layer_closed_form`, :func:`sym2_linear_ode`,
   :func:`sym2_init`, :func:`sym2_rhs`, :func:`concept_sigma`;
+- the paper's own MLP runs (``run.sh``): :data:`OFFICIAL_RUNS`, :func:`official_run`,
+  :func:`bump_summary`, :func:`our_lr`, :func:`mirror_init` (the init-sign ablation);
 - analysis: :func:`detect_swing_by`, :func:`is_monotone`, :func:`max_rise`, :func:`learning_time`;
 - the diffusion check: :mod:`iclr25.sim_dynamics.diffusion`;
 - configs per profile: :func:`linear_theory`, :func:`swing_by`, :func:`diffusion_check`;
@@ -22,15 +24,17 @@ from .configs import DiffusionConfig, LinearTheoryConfig, SwingByConfig, diffusi
 from .data import LAYOUTS, SIMData, multi_concept, second_moments, two_concept
 from .theory import (concept_sigma, one_layer_closed_form, one_layer_weights, sym2_init,
                      sym2_linear_ode, sym2_rhs)
-from .train import BACKENDS, MLPSpec, Trajectory, forward, init_params, train_sim
+from .train import BACKENDS, MLPSpec, Trajectory, forward, init_params, mirror_init, train_sim
+from .official import OFFICIAL_RUNS, OfficialRun, bump_summary, official_run, our_lr
 from . import diffusion, plots  # noqa: E402
 
 __all__ = [
     "SIMData", "two_concept", "multi_concept", "second_moments", "LAYOUTS",
-    "MLPSpec", "Trajectory", "train_sim", "init_params", "forward", "BACKENDS",
+    "MLPSpec", "Trajectory", "train_sim", "init_params", "mirror_init", "forward", "BACKENDS",
     "one_layer_weights", "one_layer_closed_form", "sym2_linear_ode", "sym2_init", "sym2_rhs",
     "concept_sigma",
     "SwingBy", "detect_swing_by", "is_monotone", "max_rise", "learning_time",
     "LinearTheoryConfig", "SwingByConfig", "DiffusionConfig", "linear_theory", "swing_by",
     "diffusion_check", "diffusion", "plots",
+    "OFFICIAL_RUNS", "OfficialRun", "official_run", "our_lr", "bump_summary",
 ]

@@ -37,7 +37,7 @@ class LinearTheoryConfig:
 
 @dataclass(frozen=True)
 class SwingByConfig:
-    """Notebook 02: the symmetric two-layer model (theory) and the paper's MLPs."""
+    """Notebook 02: the symmetric two-layer model (theory), the init-sign ablation, the paper's MLPs."""
 
     mu: tuple = (1.0, 2.0)
     var: tuple = (0.05, 0.05)
@@ -46,13 +46,12 @@ class SwingByConfig:
     sym_lr: float = 0.005
     sym_n_epochs: int = 75                # 75 x 24 steps: t = 9
     sym_n: int = 1000
-    mlp_init_scale: float = 1e-3          # N(0, 1e-6) small init for the MLPs
-    n: int = 5000
-    dim: int = 64
-    lr: float = 0.003125
+    official_ids: tuple = (28, 29, 26, 27, 7, 12)   # run.sh lines (main text: 28, 29)
+    mlp_n: int = 5000                     # points per cluster of the official runs (official: 5000)
+    n_epochs: int = 40                    # official
+    ablation_id: int = 28                 # the official MLP of the init-sign ablation
+    n_seeds: int = 5
     batch_size: int = 128
-    n_epochs: int = 40
-    n_seeds: int = 3
     seed: int = 0
 
 
@@ -74,10 +73,10 @@ class DiffusionConfig:
 
 
 _LT_SMOKE = dict(n=1000, lr=0.0125, n_seeds=2)
-_SB_SMOKE = dict(n=1000, lr=0.0125)
+_SB_SMOKE = dict(mlp_n=1000, n_seeds=3, official_ids=(28, 29))
 RUNS = {
     "linear_theory": {"smoke": _LT_SMOKE, "book": {}, "paper": {"n_seeds": 10}},
-    "swing_by": {"smoke": _SB_SMOKE, "book": {"n_seeds": 5}, "paper": {"n_seeds": 10}},
+    "swing_by": {"smoke": _SB_SMOKE, "book": {}, "paper": {"n_seeds": 10}},
     "diffusion": {"smoke": dict(n_per_class=256, n_steps=300, n_checkpoints=6, n_samples=16,
                                 hidden=16),
                   "book": {}, "paper": dict(n_per_class=2048, n_steps=20000, n_checkpoints=40, n_samples=128)},

@@ -174,8 +174,25 @@ class DDPM:
         self.abar = torch.cumprod(self.alphas, 0)
 
     def q_sample(self, x0, t, eps):
+        """``x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps`` (``t`` indexes levels 0..T-1)."""
         a = self.abar[t][:, None]
         return a.sqrt() * x0 + (1 - a).sqrt() * eps
+
+    def posterior(self, x0, xt, i: int):
+        """Mean and variance of ``q(x_{i-1} | x_i, x0)`` (Ho et al. 2020, eq. 6-7) at level ``i``.
+
+        ``mean = sqrt(abar_{i-1}) beta_i / (1 - abar_i) x0 + sqrt(alpha_i) (1 - abar_{i-1}) / (1 - abar_i) x_i``,
+        ``var = beta_i (1 - abar_{i-1}) / (1 - abar_i)``, with ``abar_{-1} = 1`` (so at ``i = 0`` the
+        mean is ``x0`` and the variance 0). Tested against Gaussian conditioning of the joint law.
+        """
+        i = int(i)
+        if not 0 <= i < self.T:
+            raise ValueError(f"level i must be in [0, {self.T - 1}], got {i}")
+        ab = self.abar[i]
+        ab_prev = self.abar[i - 1] if i > 0 else torch.tensor(1.0)
+        b = self.betas[i]
+        mean = (ab_prev.sqrt() * b / (1 - ab)) * x0 + (self.alphas[i].sqrt() * (1 - ab_prev) / (1 - ab)) * xt
+        return mean, b * (1 - ab_prev) / (1 - ab)
 
     @torch.no_grad()
     def sample(self, model, c, d, generator):
@@ -187,13 +204,9 @@ class DDPM:
         x = torch.randn(n, d, generator=generator)
         for i in reversed(range(self.T)):
             t = torch.full((n,), i, dtype=torch.long)
-            ab = self.abar[i]
-            ab_prev = self.abar[i - 1] if i > 0 else torch.tensor(1.0)
             x0 = model(x, t, c).clamp(-1, 1)
-            b = self.betas[i]
-            mean = (ab_prev.sqrt() * b / (1 - ab)) * x0 + (self.alphas[i].sqrt() * (1 - ab_prev) / (1 - ab)) * x
+            mean, var = self.posterior(x0, x, i)
             if i > 0:
-                var = b * (1 - ab_prev) / (1 - ab)
                 x = mean + var.sqrt() * torch.randn(n, d, generator=generator)
             else:
                 x = mean

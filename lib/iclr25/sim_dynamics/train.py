@@ -29,7 +29,8 @@ import torch
 from ..progress import progress
 from .data import SIMData
 
-__all__ = ["MLPSpec", "Trajectory", "train_sim", "init_params", "forward", "BACKENDS", "OOD_EVALS"]
+__all__ = ["MLPSpec", "Trajectory", "train_sim", "init_params", "mirror_init", "forward", "BACKENDS",
+           "OOD_EVALS"]
 
 BACKENDS = ("batched", "loop")
 OOD_EVALS = ("auto", "samples", "moments")
@@ -88,6 +89,8 @@ class Trajectory:
     t : (T,) gradient-flow time ``lr * steps``.
     ood_loss : (R, T) ``1/2 mean ||f(x) - x||^2`` on the OOD samples.
     ood_pred : (R, T, s) the prediction at the OOD centroid ``x_b``, mapped to concept space.
+    ood_centroid_loss : (R, T) ``1/2 ||f(x_b) - x_b||^2`` in the full input space: the quantity the
+        official loss figure plots (``paint/loss_multi.py``, at epoch checkpoints).
     train_loss : (R, T) the loss of the batch taken at that step (NaN after the last step).
     jac_steps : (Tj,) steps of the Jacobian snapshots; jac : (R, Tj, s, s) ``U df/dx(x_b) U^T``.
     params : final weights (list over layers of ``(R, d_out, d_in)`` numpy arrays) and biases.
@@ -97,6 +100,7 @@ class Trajectory:
     t: np.ndarray
     ood_loss: np.ndarray
     ood_pred: np.ndarray
+    ood_centroid_loss: np.ndarray
     train_loss: np.ndarray
     jac_steps: np.ndarray
     jac: np.ndarray
@@ -133,6 +137,35 @@ def init_params(spec: MLPSpec, dim: int, seed: int, dtype=torch.float32):
             b = torch.zeros(d_out, dtype=torch.float64)
         Ws.append(W.to(dtype))
         bs.append((b if spec.bias else torch.zeros(d_out, dtype=torch.float64)).to(dtype))
+    return Ws, bs
+
+
+def mirror_init(weights, biases, U, spec: MLPSpec, concept: int = 1):
+    """The same initial weights with the sign of the off-diagonal Jacobian entries of ``concept`` flipped.
+
+    With the reflection ``R = I - 2 u u^T`` along concept direction ``u = U[concept]`` of the input
+    space, the symmetric model's ``V`` becomes ``V R`` (so ``W = V^T V`` becomes ``R W R``), and an
+    MLP's first layer becomes ``W_1 R`` and its last layer ``R W_L`` (bias ``R b_L``), so its end-to-end
+    map ``x -> f(x)`` becomes ``x -> R f(R x)``. In concept coordinates the Jacobian ``J`` becomes
+    ``R J R``: ``w_12`` and ``w_21`` change sign and every other entry keeps its value. For bias-free
+    linear models the loss depends on the data only through ``E[x x^T]``, which ``R`` leaves
+    unchanged, so the mirrored start is exactly as likely as the original and trains by the mirrored
+    dynamics: only the sign of ``w_12(0)`` differs. (With biases or ReLU the mirrored run also sees
+    the data's mean mirrored; it is then not an exact pair.) Returns new ``(weights, biases)`` lists.
+    Introduced in ``02-swing-by`` (the init-sign ablation).
+    """
+    U = torch.as_tensor(np.asarray(U), dtype=weights[0].dtype)
+    if U.ndim != 2 or not 0 <= concept < U.shape[0]:
+        raise ValueError(f"U must be (s, dim) and concept in [0, s), got shape {tuple(U.shape)} and {concept}")
+    u = U[concept]
+    R = torch.eye(U.shape[1], dtype=U.dtype) - 2 * torch.outer(u, u)
+    Ws, bs = [w.clone() for w in weights], [b.clone() for b in biases]
+    if spec.symmetric:
+        Ws[0] = Ws[0] @ R
+        return Ws, bs
+    Ws[0] = Ws[0] @ R
+    Ws[-1] = R @ Ws[-1]
+    bs[-1] = R @ bs[-1]
     return Ws, bs
 
 
@@ -193,8 +226,13 @@ def _as_list(data, R):
     return data
 
 
-def _batch_orders(N, batch_size, n_epochs, seeds):
-    """Per run, per epoch, a permutation of the N training rows (the same in both backends)."""
+def _batch_orders(N, batch_size, n_epochs, seeds, reshuffle: bool = True):
+    """Per run, per epoch, a permutation of the N training rows (the same in both backends).
+
+    ``reshuffle=False``: the rows in their stored order every epoch (the official ``main.py`` shuffles
+    the data once when it is made and then walks it in order)."""
+    if not reshuffle:
+        return torch.arange(N).expand(len(seeds), n_epochs, N)
     orders = []
     for s in seeds:
         g = torch.Generator().manual_seed(10_000 + int(s))
@@ -206,7 +244,7 @@ def train_sim(data: SIMData | Sequence[SIMData], spec: MLPSpec = MLPSpec(), *, s
               lr: float = 0.003125, batch_size: int = 128, n_epochs: int = 40,
               n_steps: int | None = None, log_every: int = 1, jac_every: int | None = None,
               backend: str = "batched", ood_eval: str = "auto", dtype=torch.float32,
-              show_progress: bool = True) -> Trajectory:
+              reshuffle: bool = True, inits=None, show_progress: bool = True) -> Trajectory:
     """Train ``len(seeds)`` runs of ``spec`` on ``data`` with SGD; log the OOD set before steps.
 
     Parameters
@@ -227,6 +265,10 @@ def train_sim(data: SIMData | Sequence[SIMData], spec: MLPSpec = MLPSpec(), *, s
         ``L^T L = mean [x, 1]^T [x, 1]`` (rank-revealing: ``L`` has one row per non-null direction),
         costing ``rank * dim^2`` per run instead of ``n_ood * dim^2``. ``"auto"``: moments when the
         model is linear. The loop backend always uses samples.
+    reshuffle : a new batch order every epoch (default) or, ``False``, the stored order of the rows
+        every epoch, as the official loop does.
+    inits : optional initial ``(weights, biases)`` per run (as :func:`init_params` returns them, e.g.
+        from :func:`mirror_init`); default: :func:`init_params` of each seed.
 
     Introduced in ``09-sim-dynamics/01-linear-theory``.
     """
@@ -267,14 +309,22 @@ def train_sim(data: SIMData | Sequence[SIMData], spec: MLPSpec = MLPSpec(), *, s
     Xo = stacked(lambda d: d.X_ood)                                            # (R, n_ood, dim)
     xb = stacked(lambda d: d.x_b)[:, None, :]
     Uc = stacked(lambda d: d.U)                                                # (R, s, dim)
-    orders = _batch_orders(N, batch_size, math.ceil(total / per_epoch), seeds)
-    inits = [init_params(spec, dim, s, dtype) for s in seeds]
+    orders = _batch_orders(N, batch_size, math.ceil(total / per_epoch), seeds, reshuffle)
+    if inits is None:
+        inits = [init_params(spec, dim, s, dtype) for s in seeds]
+    else:
+        inits = list(inits)
+        want = [tuple(sh) for sh in spec.shapes(dim)]
+        if len(inits) != R or any([tuple(w.shape) for w in ws] != want for ws, _ in inits):
+            raise ValueError(f"inits must hold one (weights, biases) per seed ({R}) with weight shapes {want}")
+        inits = [([w.to(dtype) for w in ws], [b.to(dtype) for b in bs]) for ws, bs in inits]
 
     log_steps = np.arange(0, total + 1, log_every)
     jac_steps = np.arange(0, total + 1, jac_every)
     T, Tj, s = len(log_steps), len(jac_steps), d0.s
     ood_loss = torch.full((R, T), float("nan"), dtype=torch.float64)
     ood_pred = torch.full((R, T, s), float("nan"), dtype=torch.float64)
+    ood_cl = torch.full((R, T), float("nan"), dtype=torch.float64)
     train_loss = torch.full((R, T), float("nan"), dtype=torch.float64)
     jac = torch.full((R, Tj, s, s), float("nan"), dtype=torch.float64)
 
@@ -322,6 +372,7 @@ def train_sim(data: SIMData | Sequence[SIMData], spec: MLPSpec = MLPSpec(), *, s
                         ood_loss[:, i] = ood_loss_now(Ws, bs).double()
                         pb = forward(Ws, bs, xb, spec.relu, spec.bias, spec.symmetric)[:, 0, :]
                         ood_pred[:, i] = torch.bmm(pb[:, None, :], Uc.transpose(1, 2))[:, 0, :].double()
+                        ood_cl[:, i] = 0.5 * ((pb - xb[:, 0, :]) ** 2).sum(-1).double()
                     if step % jac_every == 0:
                         jac[:, step // jac_every] = _jacobian(Ws, bs, xb, Uc, spec.relu, spec.bias, spec.symmetric).double()
             if step == total:
@@ -370,6 +421,7 @@ def train_sim(data: SIMData | Sequence[SIMData], spec: MLPSpec = MLPSpec(), *, s
                         out = model(Xo[r])
                         ood_loss[r, i] = 0.5 * ((out - Xo[r]) ** 2).sum(-1).mean()
                         ood_pred[r, i] = (model(xb[r]) @ Uc[r].T)[0].double()
+                        ood_cl[r, i] = 0.5 * ((model(xb[r]) - xb[r]) ** 2).sum().double()
                     if step % jac_every == 0:
                         Wl = [m.weight[None] for m in lins]
                         bl = [m.bias[None] if spec.bias else z[None] for m, z in zip(lins, zeros)]
@@ -395,9 +447,9 @@ def train_sim(data: SIMData | Sequence[SIMData], spec: MLPSpec = MLPSpec(), *, s
         biases = [np.stack(b) for b in biases]
 
     return Trajectory(steps=log_steps, t=lr * log_steps, ood_loss=ood_loss.numpy(),
-                      ood_pred=ood_pred.numpy(), train_loss=train_loss.numpy(),
+                      ood_pred=ood_pred.numpy(), ood_centroid_loss=ood_cl.numpy(), train_loss=train_loss.numpy(),
                       jac_steps=jac_steps, jac=jac.numpy(), weights=weights, biases=biases,
                       spec=spec, lr=lr, seeds=seeds,
                       info={"backend": backend, "batch_size": batch_size, "n_steps": total,
-                            "N": N, "dim": dim, "s": s,
+                            "N": N, "dim": dim, "s": s, "reshuffle": reshuffle,
                             "ood_eval": "moments" if use_moments and backend == "batched" else "samples"})
