@@ -69,6 +69,7 @@ class DiffusionConfig:
     lr: float = 1e-3                      # (paper: AdamW 1e-3)
     n_checkpoints: int = 16               # read-outs of the held-out composition during training
     n_samples: int = 32                   # samples generated per composition and read-out
+    n_seeds: int = 3                      # independent runs (seeds seed, seed + 1, ...)
     seed: int = 0
 
 
@@ -78,7 +79,7 @@ RUNS = {
     "linear_theory": {"smoke": _LT_SMOKE, "book": {}, "paper": {"n_seeds": 10}},
     "swing_by": {"smoke": _SB_SMOKE, "book": {}, "paper": {"n_seeds": 10}},
     "diffusion": {"smoke": dict(n_per_class=256, n_steps=300, n_checkpoints=6, n_samples=16,
-                                hidden=16),
+                                hidden=16, n_seeds=2),
                   "book": {}, "paper": dict(n_per_class=2048, n_steps=20000, n_checkpoints=40, n_samples=128)},
 }
 

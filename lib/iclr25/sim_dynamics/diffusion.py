@@ -24,7 +24,7 @@ from torch import nn
 from ..progress import progress
 
 __all__ = ["COMPOSITIONS", "HELD_OUT", "make_images", "ConceptReadout", "Denoiser", "ConvDenoiser", "ARCHS", "DDPM",
-           "DiffusionRun", "train_diffusion"]
+           "DiffusionRun", "train_diffusion", "held_out_summary"]
 
 COMPOSITIONS = ((0, 0), (0, 1), (1, 0), (1, 1))   # (colour, size): 0 = red / small, 1 = blue / large
 HELD_OUT = (1, 1)
@@ -289,3 +289,30 @@ def train_diffusion(cfg, show_progress: bool = True) -> DiffusionRun:
     return DiffusionRun(steps=check, concept=np.array(concept), accuracy=np.array(acc),
                         loss=np.array(losses), samples=np.array(shown), readout=readout,
                         train_images=Xtr)
+
+
+def held_out_summary(run: DiffusionRun, reach: float = 0.5) -> dict:
+    """What one run did with the held-out composition, from its read-outs.
+
+    ``acc``: (K,) held-out accuracy per read-out; ``reached``: max accuracy >= ``reach``;
+    ``first``: index of the first read-out at or above ``reach`` (-1 if none); ``drop``: the largest
+    fall of the accuracy below its running maximum (the non-monotonicity); ``z``: (K, 2) mean concept
+    read-out of the held-out samples; ``dist``: (K,) their mean distance to the target (1, 1);
+    ``swing``: after first reaching the target, at the read-out farthest from it, the samples' mean
+    is closer to a training composition than to the target; ``k_far``: that read-out (-1 if none).
+    Introduced in ``03-diffusion-check``.
+    """
+    ho = run.held_out
+    acc = run.accuracy[:, ho]
+    z = run.concept[:, ho].mean(1)
+    dist = np.linalg.norm(run.concept[:, ho] - np.array(HELD_OUT), axis=-1).mean(1)
+    hit = np.nonzero(acc >= reach)[0]
+    first = int(hit[0]) if hit.size else -1
+    drop = float(np.max(np.maximum.accumulate(acc) - acc))
+    swing, k_far = False, -1
+    if first >= 0 and first < len(acc) - 1:
+        k_far = first + 1 + int(np.argmax(dist[first + 1:]))
+        d_train = min(np.linalg.norm(z[k_far] - np.array(c)) for c in COMPOSITIONS if c != HELD_OUT)
+        swing = bool(d_train < np.linalg.norm(z[k_far] - np.array(HELD_OUT)))
+    return {"acc": acc, "reached": bool(acc.max() >= reach), "first": first, "drop": drop, "z": z,
+            "dist": dist, "swing": swing, "k_far": k_far}
