@@ -16,7 +16,8 @@ exact closed-form OOD loss from moments is a separate variant row, so its speed-
 to batching. Final OOD losses must agree to a relative 1e-4.
 
 Run alone (timings taken beside another job are noise): ``python benchmarks/bench_sim_dynamics.py``.
-Options: ``--runs 32 --steps 300 --n-ood 5000 --layers 2``.
+Options: ``--runs 32 --steps 300 --n-ood 5000 --layers 2 --no-bias``. The layers have biases, as the
+official ``models/mlp.py`` does by default.
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ from iclr25.sim_dynamics.train import _batch_orders
 
 
 class OfficialStyleMLP(torch.nn.Module):
-    """The peer's model: a list of ``nn.Linear`` layers (no bias), optional ReLU between them."""
+    """The peer's model (official ``models/mlp.py``): ``nn.Linear`` layers with biases by default,
+    optional ReLU between them."""
 
-    def __init__(self, weights, relu):
+    def __init__(self, weights, biases, relu, bias=True):
         super().__init__()
         self.layers = torch.nn.ModuleList()
-        for W in weights:
-            lin = torch.nn.Linear(W.shape[1], W.shape[0], bias=False)
+        for W, b in zip(weights, biases):
+            lin = torch.nn.Linear(W.shape[1], W.shape[0], bias=bias)
             with torch.no_grad():
                 lin.weight.copy_(W)
+                if bias:
+                    lin.bias.copy_(b)
             self.layers.append(lin)
         self.relu = relu
 
@@ -62,7 +66,7 @@ def peer(data, spec, seeds, lr_official, batch_size, n_steps):
     orders = _batch_orders(N, batch_size, -(-n_steps // per_epoch), seeds)
     finals = []
     for r, s in enumerate(seeds):
-        model = OfficialStyleMLP(sd.init_params(spec, dim, s)[0], spec.relu)
+        model = OfficialStyleMLP(*sd.init_params(spec, dim, s), spec.relu, spec.bias)
         opt = torch.optim.SGD(model.parameters(), lr=lr_official)
         test_losses = []
         for step in range(n_steps):
@@ -85,13 +89,14 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--n-ood", type=int, default=5000, help="OOD points evaluated before every step (official: 5000)")
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--no-bias", action="store_true", help="bias-free layers (official default: biases)")
     ap.add_argument("--quick", action="store_true", help="4 runs x 20 steps")
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.steps = 4, 20
 
     data = sd.two_concept(mu=(1, 2), var=(0.05, 0.05), n=5000, n_ood=args.n_ood, dim=64, seed=0)
-    spec = sd.MLPSpec(n_layers=args.layers, hdim=64)
+    spec = sd.MLPSpec(n_layers=args.layers, hdim=64, bias=not args.no_bias)
     seeds = list(range(args.runs))
     lr_official, batch_size = 0.1, 128
     lr = lr_official * 2 / 64
@@ -106,6 +111,7 @@ def main(argv=None) -> None:
         f"({args.n_ood} points) evaluated before every step", chapter="09-sim-dynamics",
         target=5.0, tol=1e-4, repeat=3, warmup=1, unit="run-step",
         settings={"runs": args.runs, "steps": args.steps, "n_ood": args.n_ood, "layers": args.layers,
+                  "bias": spec.bias,
                   "width": 64, "dim": 64, "batch_size": batch_size, "optimiser": "SGD",
                   "lr": f"{lr_official} on F.mse_loss = {lr} on 1/2||.||^2", "dtype": "float32"})
     cmp.add("ours (batched ensemble, bmm)", lambda: ours("samples"), work=work,
