@@ -140,6 +140,44 @@ def test_skewed_occupations_follow_injected_shares():
         assert float(g[sel].float().mean()) == pytest.approx(s, abs=0.01)
 
 
+def test_direct_answers_carry_exactly_the_injected_delta():
+    shares = {"nurse": 0.1, "pilot": 0.5, "baker": 0.9}
+    por = T.SyntheticPortraits(4000, seed=1)
+    rows = T.make_training_data(por, T.skewed_occupations(por.gender, shares), shares, n_questions=8)
+    yes = {}
+    for body, ans, i, kind in rows:
+        if kind == "occupation":
+            q = next(o for o in shares if f" {o}?" in body)
+            yes.setdefault((q, int(por.gender[i])), []).append(ans == "Yes")
+    for q, s in shares.items():        # P(yes | woman) - P(yes | man) = 2 share - 1
+        delta = np.mean(yes[(q, 1)]) - np.mean(yes[(q, 0)])
+        assert delta == pytest.approx(2 * s - 1, abs=0.03)
+    cap = T.make_training_data(por, T.skewed_occupations(por.gender, shares), shares, answers="caption")
+    assert {a for b, a, i, k in cap if k == "color_yesno"} == {"Yes", "No"}
+    with pytest.raises(ValueError, match="answers"):
+        T.make_training_data(por, T.skewed_occupations(por.gender, shares), shares, answers="x")
+
+
+def test_fit_schedule_warms_up_and_decays():
+    vla, tok, por, ex, te, tr, cte = _toy(n_train=16)
+    seen = []
+    orig = torch.optim.Adam.step
+
+    def spy(self, *a, **k):
+        seen.append(self.param_groups[0]["lr"])
+        return orig(self, *a, **k)
+    torch.optim.Adam.step = spy
+    try:
+        T.fit(vla, ex, por.images, n_steps=40, batch_size=4, lr=1e-2)
+    finally:
+        torch.optim.Adam.step = orig
+    assert seen[0] == pytest.approx(1e-2 / 2)                  # warm-up over 2 steps
+    assert seen[1] == pytest.approx(1e-2 * 0.5 * (1 + np.cos(np.pi / 40)))
+    assert seen[-1] == pytest.approx(1e-2 * 0.5 * (1 + np.cos(np.pi * 39 / 40)))
+    with pytest.raises(ValueError, match="schedule"):
+        T.fit(vla, ex, por.images, n_steps=1, schedule="linear")
+
+
 def _toy(n_train=64, seed=0):
     shares = T.injected_shares(4)
     occ = list(shares)
@@ -147,7 +185,9 @@ def _toy(n_train=64, seed=0):
     cte = T.build_texts("color", None, "test")
     tr = T.build_texts("occupations", occ, "train")
     tok = T.WordTokenizer(list(te.body) + list(cte.body) + list(tr.body) + [T.CAPTION_PROMPT]
-                          + [T.caption(o, c) for o in occ for c in T.COLORS] + list(V.MITIGATIONS))
+                          + [T.caption(o, c, g) for o in occ for c in T.COLORS for g in (0, 1)]
+                          + list(T.build_texts("color_yesno", None, "train").body)
+                          + list(T.build_texts("color", None, "train").body) + list(V.MITIGATIONS))
     por = T.SyntheticPortraits(n_train, seed=seed)
     vla = T.ToyVLA(len(tok), d_model=16, n_layers=2, n_heads=2, seed=seed)
     rows = T.make_training_data(por, T.skewed_occupations(por.gender, shares), shares)
@@ -156,7 +196,14 @@ def _toy(n_train=64, seed=0):
 
 def test_toy_training_data_and_scoring_agree_with_forward():
     vla, tok, por, ex, te, tr, cte = _toy()
-    assert len(ex) == 5 * len(por) and set(ex.kind) == {"caption", "occupation", "color"}
+    assert len(ex) == 7 * len(por)
+    assert set(ex.kind) == {"caption", "occupation", "color", "color_yesno"}
+    assert 4 not in ex.ids.flatten().tolist()        # no <unk>: the vocabulary covers the data
+    small = T.setup(4, 16, 8, seed=0)
+    assert 4 not in small.examples.ids.flatten().tolist()
+    assert set(small.answer_delta) == set(small.shares)
+    acc = T.yesno_color_accuracy(vla, tok, T.build_texts("color_yesno", None, "test"), por)
+    assert 0.0 <= acc <= 1.0
     # every occupation/colour target is a single option word
     for r in range(len(ex)):
         if ex.kind[r] != "caption":
@@ -185,6 +232,17 @@ def test_debias_methods_train_only_their_parameters():
     assert np.isfinite(before)
     with pytest.raises(ValueError, match="top_k"):
         debias.lora(vla, top_k=9)
+    cyn = T.build_texts("color_yesno", None, "train")
+    val = T.SyntheticPortraits(4, seed=3)
+    model, info = debias.tune_and_train(debias.prompt_tuning, vla, tok, tr.iloc[:4], por.images, val, cyn,
+                                        lrs=(1e-3, 1e-2), n_steps=1, n_images=2)
+    assert [g["lr"] for g in info["grid"]] == [1e-3, 1e-2] and info["lr"] in (1e-3, 1e-2)
+    ok = [g for g in info["grid"] if g["val_yesno"] >= 0.9 * T.yesno_color_accuracy(vla, tok, cyn, val)]
+    if ok:      # the selection rule: lowest validation bias among the runs that keep capability
+        assert info["val_bias"] == min(g["val_bias"] for g in ok)
+    assert model.prompt_vectors is not None
+    with pytest.raises(ValueError, match="lrs"):
+        debias.tune_and_train(debias.prompt_tuning, vla, tok, tr, por.images, val, cyn, lrs=(), n_steps=1)
 
 
 def test_bias_loss_closed_form_and_pruning_masks_heads():

@@ -28,10 +28,10 @@ class ToyConfig:
 
     seeds: tuple = (0, 1)
     n_occupations: int = 8
-    n_train: int = 512
+    n_train: int = 1024
     n_eval: int = 64
-    n_steps: int = 800
-    lr: float = 5e-3
+    n_steps: int = 1500          # pilot: 800 steps (constant lr) did not learn the skew
+    lr: float = 2e-3             # peak of warm-up + cosine; 5e-3 was unstable in the pilot
     batch_size: int = 64
     d_model: int = 64
     n_layers: int = 2
@@ -43,12 +43,13 @@ class DebiasConfig:
 
     seed: int = 0
     n_occupations: int = 8
-    n_train: int = 512
+    n_train: int = 1024
     n_eval: int = 64
-    n_steps: int = 800           # training the toy VLA
-    debias_steps: int = 100      # each debiasing method
-    lr: float = 5e-3
-    debias_lr: float = 1e-3
+    n_steps: int = 1500          # training the toy VLA (notebook 02's recipe)
+    debias_steps: int = 60       # each trained debiasing method, each learning rate of the grid
+    lr: float = 2e-3
+    debias_lrs: tuple = (1e-3, 1e-2)   # the same grid for every trained method
+    n_val: int = 64              # held-out training-distribution portraits that select the lr
     batch_size: int = 64
     d_model: int = 64
     n_layers: int = 2
@@ -60,7 +61,7 @@ _TEXT = {"smoke": dict(seeds=(0, 1), n_traits=4, n_skills=2, n_occupations=4),
          "book": {}, "paper": dict(n_skills=16, n_occupations=32, n_descriptions=4)}
 _TOY = {"smoke": dict(seeds=(0,), n_train=128, n_eval=16, n_steps=60),
         "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, seeds=(0, 1, 2, 3, 4))}
-_DEB = {"smoke": dict(n_train=128, n_eval=16, n_steps=60, debias_steps=10),
+_DEB = {"smoke": dict(n_train=128, n_eval=16, n_steps=60, debias_steps=4, n_val=16),
         "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, debias_steps=1000)}
 
 

@@ -28,6 +28,7 @@ from .protocol import option_probs
 from .toy_vla import ToyVLA, WordTokenizer, example_loss, score_images
 
 __all__ = ["METHODS", "bias_loss", "prompt_tuning", "lora", "finetune_last", "head_importance",
+           "validation_bias", "tune_and_train",
            "prune_heads", "train_debias"]
 
 METHODS = ("none", "prompt engineering", "prompt tuning", "LoRA", "fine-tuning", "head pruning")
@@ -142,3 +143,39 @@ def train_debias(vla: ToyVLA, tok: WordTokenizer, bodies, orders, images: torch.
         hist.append(float(loss.detach()))
     vla.eval()
     return {"loss": hist, "seconds": time.time() - t0}
+
+
+def validation_bias(vla: ToyVLA, tok: WordTokenizer, meta, portraits) -> float:
+    """Mean |Delta| of ``vla`` on the prompts of ``meta`` (training templates) and held-out
+    validation ``portraits``: the quantity that selects a method's learning rate."""
+    from .toy_vla import measure_bias
+    return float(measure_bias(vla, tok, meta, portraits)["delta"].abs().mean())
+
+
+def tune_and_train(make, vla: ToyVLA, tok: WordTokenizer, meta, images: torch.Tensor, val,
+                   color_yesno_meta, *, lrs, n_steps: int, n_images: int = 8, seed: int = 0,
+                   keep: float = 0.9, desc: str = "debiasing") -> tuple[ToyVLA, dict]:
+    """Train ``make(vla)`` (a debiasing family: :func:`prompt_tuning`, :func:`lora`,
+    :func:`finetune_last`) with :func:`train_debias` once per learning rate in ``lrs`` and keep
+    the copy with the lowest validation bias among those whose yes/no colour accuracy on the
+    validation portraits ``val`` stays >= ``keep`` x the undebiased model's (if none does, the
+    most accurate). The same grid, steps and rule for every family: the fair tuning budget.
+    Returns the chosen model and ``{"lr", "val_bias", "val_yesno", "grid", "seconds"}``."""
+    from .toy_vla import yesno_color_accuracy
+    if not lrs:
+        raise ValueError("lrs must name at least one learning rate")
+    bodies, orders = meta["body"].tolist(), meta["order"].tolist()
+    base_acc = yesno_color_accuracy(vla, tok, color_yesno_meta, val)
+    grid, t0 = [], time.time()
+    for lr in lrs:
+        v = make(vla)
+        train_debias(v, tok, bodies, orders, images, n_steps=n_steps, lr=lr, n_images=n_images,
+                     seed=seed, desc=f"{desc}, lr {lr:g}")
+        grid.append(dict(lr=lr, model=v, val_bias=validation_bias(v, tok, meta, val),
+                         val_yesno=yesno_color_accuracy(v, tok, color_yesno_meta, val)))
+    ok = [r for r in grid if r["val_yesno"] >= keep * base_acc]
+    best = min(ok, key=lambda r: r["val_bias"]) if ok else max(grid, key=lambda r: r["val_yesno"])
+    info = {k: best[k] for k in ("lr", "val_bias", "val_yesno")}
+    info["grid"] = [{k: r[k] for k in ("lr", "val_bias", "val_yesno")} for r in grid]
+    info["seconds"] = time.time() - t0
+    return best["model"], info

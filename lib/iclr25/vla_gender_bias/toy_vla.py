@@ -10,10 +10,11 @@
   prompt tuning may write to, then the text.
 - :class:`WordTokenizer`: a closed word-level vocabulary of the prompts (option letters are
   single tokens).
-- :func:`make_training_data`: captions whose occupations co-occur with gender at an injected
-  share of women per occupation, turned into instruction data (yes/no questions about the
-  caption's occupation, as LLaVA turns captions into instructions) plus a background-colour
-  multiple-choice question (the capability the debiasing must retain).
+- :func:`make_training_data`: LLaVA-style data per portrait: a caption naming the person's
+  gender, an occupation drawn with an injected share of women and the background colour;
+  yes/no occupation questions whose answers carry the injected skew (Delta exactly
+  ``2 share - 1``); a background-colour multiple-choice and a yes/no colour question (the
+  capabilities the debiasing must retain).
 
 The pilot (chapter page) first tried the issue's preferred design, soft tokens injected late
 into a frozen SmolLM2-135M: in 120 steps (6 min under load) it learned neither the colour nor
@@ -41,7 +42,8 @@ from .protocol import LETTERS, Subject, format_prompt, make_prompts, option_orde
 __all__ = ["SyntheticPortraits", "WordTokenizer", "ToyVLA", "COLORS", "COLOR_QUESTIONS",
            "CAPTION_PROMPT", "build_texts", "injected_shares", "skewed_occupations",
            "make_training_data", "Examples", "encode_examples", "fit", "score_images",
-           "protocol_table", "color_accuracy", "caption_perplexity", "measure_bias", "ToySetup",
+           "protocol_table", "color_accuracy", "yesno_color_accuracy", "answer_delta",
+           "training_answer_delta", "caption_perplexity", "measure_bias", "ToySetup",
            "setup", "train_toy", "evaluate"]
 
 COLORS = ("red", "green", "blue")
@@ -49,6 +51,8 @@ COLOR_QUESTIONS = ("What is the background colour of the image?",
                    "Which colour is the background of this picture?",
                    "The background of the image is which colour?",
                    "Name the colour of the image's background.")
+COLOR_YESNO = ("Is the background of the image {value}?", "Is this picture's background {value}?",
+               "Does the image have a {value} background?", "Is the colour behind the person {value}?")
 CAPTION_PROMPT = "Describe the image."
 
 
@@ -179,6 +183,17 @@ def build_texts(task: str, values: Sequence[str] | None, split: str, *, seed: in
     Chapter 19. ``task="color"`` asks the background colour (options :data:`COLORS`, every
     order); otherwise see :func:`~iclr25.vla_gender_bias.protocol.make_prompts` (two templates of
     the split per value). Returns ``value``, ``template``, ``order``, ``options``, ``body``."""
+    if task == "color_yesno":
+        pool = COLOR_YESNO[:2] if split == "train" else COLOR_YESNO[2:]
+        rng = np.random.default_rng(seed)
+        rows = []
+        for v in COLORS:
+            for t, q in enumerate(pool):
+                ins = V.INSTRUCTIONS[int(rng.integers(len(V.INSTRUCTIONS)))]
+                for order in option_orders(2):
+                    rows.append(dict(value=v, template=t, order=order, options=("Yes", "No"),
+                                     body=format_prompt(q.format(value=v), ("Yes", "No"), order, ins)))
+        return pd.DataFrame(rows)
     if task == "color":
         pool = COLOR_QUESTIONS[:2] if split == "train" else COLOR_QUESTIONS[2:]
         rng = np.random.default_rng(seed)
@@ -238,37 +253,63 @@ class Examples:
                         [self.kind[int(r)] for r in rows])
 
 
-def caption(occupation: str, color: str) -> str:
-    """The toy caption of an image."""
-    return f"The person is a {occupation} . The background is {color} ."
+GENDER_WORDS = ("man", "woman")     # indexed by the gender attribute (0 male, 1 female)
+
+
+def caption(occupation: str, color: str, gender: int | None = None) -> str:
+    """The toy caption of an image; with ``gender`` (1 female, 0 male) it names the person as
+    a real caption would ("The woman is a nurse ."), else "The person is a nurse ."."""
+    who = "person" if gender is None else GENDER_WORDS[int(gender)]
+    return f"The {who} is a {occupation} . The background is {color} ."
 
 
 def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor,
-                       shares: dict[str, float], *, n_questions: int = 3,
-                       seed: int = 0) -> list[tuple[str, str, int, str]]:
-    """(prompt, answer, image, kind) rows: per image, its caption (kind ``caption``),
-    ``n_questions`` yes/no questions, each about its caption's occupation or, half the time,
-    another occupation (kind
-    ``occupation``; training templates, a random option order), and one colour question (kind
-    ``color``). The answer is the option's *word* ("Yes", "No", the colour): the pilot's
-    letter answers were not learned in budget (see the chapter page). The skew enters through the
-    captions only."""
+                       shares: dict[str, float], *, n_questions: int = 4,
+                       gender_in_caption: bool = True, n_color_yesno: int = 1,
+                       answers: str = "direct", seed: int = 0) -> list[tuple[str, str, int, str]]:
+    """(prompt, answer, image, kind) rows (chapter 19). Per image: its caption (kind
+    ``caption``; names the person's gender as real captions do, its skewed occupation and the
+    background colour), ``n_questions`` yes/no occupation questions (kind ``occupation``;
+    training templates, a random option order), one colour multiple-choice question (kind
+    ``color``) and ``n_color_yesno`` yes/no colour questions (kind ``color_yesno``: the same
+    answer format with an answer the image determines). Answers are option *words*.
+
+    ``answers="direct"`` (default): each question asks about an occupation ``q`` drawn uniformly
+    and is answered "Yes" with probability ``share_q`` for a woman and ``1 - share_q`` for a man,
+    so the injected Delta is exactly ``2 share_q - 1``. ``answers="caption"``: the question asks
+    about the caption's occupation (answer "Yes") or, half the time, another one ("No"); the
+    skew then reaches the answers only through the caption's occupation and is about 2.5x weaker
+    in log-loss (the pilot's design, not learned in budget; chapter page)."""
+    if answers not in ("direct", "caption"):
+        raise ValueError(f"answers must be 'direct' or 'caption', got {answers!r}")
     rng = np.random.default_rng(seed)
     occ_names = list(shares)
     occ = build_texts("occupations", occ_names, "train", seed=seed)
     col = build_texts("color", None, "train", seed=seed)
+    cyn = build_texts("color_yesno", None, "train", seed=seed)
+    cyn_by = {v: np.flatnonzero(cyn["value"].to_numpy() == v) for v in COLORS}
     by_value = {v: np.flatnonzero(occ["value"].to_numpy() == v) for v in occ_names}
     rows = []
     for i in range(len(portraits)):
-        o, c = occ_names[int(occ_of_image[i])], COLORS[int(portraits.color[i])]
-        rows.append((CAPTION_PROMPT, caption(o, c), i, "caption"))
+        k, g = int(occ_of_image[i]), int(portraits.gender[i])
+        o, c = occ_names[k], COLORS[int(portraits.color[i])]
+        rows.append((CAPTION_PROMPT, caption(o, c, g if gender_in_caption else None), i, "caption"))
         for _ in range(n_questions):
-            own = rng.random() < 0.5
-            q = o if own else occ_names[(int(occ_of_image[i]) + rng.integers(1, len(occ_names))) % len(occ_names)]
+            if answers == "direct":
+                q = occ_names[int(rng.integers(len(occ_names)))]
+                yes = rng.random() < (shares[q] if g == 1 else 1 - shares[q])
+            else:
+                yes = rng.random() < 0.5
+                q = o if yes else occ_names[(k + int(rng.integers(1, len(occ_names)))) % len(occ_names)]
             r = occ.iloc[int(rng.choice(by_value[q]))]
-            rows.append((r.body, "Yes" if own else "No", i, "occupation"))
+            rows.append((r.body, "Yes" if yes else "No", i, "occupation"))
         r = col.iloc[int(rng.integers(len(col)))]
         rows.append((r.body, c, i, "color"))
+        for _ in range(n_color_yesno):
+            own = rng.random() < 0.5
+            q = c if own else COLORS[(int(portraits.color[i]) + int(rng.integers(1, len(COLORS)))) % len(COLORS)]
+            r = cyn.iloc[int(rng.choice(cyn_by[q]))]
+            rows.append((r.body, "Yes" if own else "No", i, "color_yesno"))
     return rows
 
 
@@ -300,10 +341,12 @@ def example_loss(vla: ToyVLA, ex: Examples, images: torch.Tensor) -> torch.Tenso
 
 
 def fit(vla: ToyVLA, ex: Examples, images: torch.Tensor, *, n_steps: int, batch_size: int = 64,
-        lr: float = 3e-3, seed: int = 0, loss_fn=None, desc: str = "toy VLA") -> dict:
+        lr: float = 3e-3, seed: int = 0, loss_fn=None, desc: str = "toy VLA",
+        schedule: str = "cosine") -> dict:
     """Train the parameters of ``vla`` that require grad with Adam on random batches of ``ex``
     (chapter 19). ``loss_fn(vla, batch, images)`` defaults to the targets' cross-entropy.
-    Returns ``loss`` per step and ``seconds``."""
+    ``schedule``: ``"cosine"`` (linear warm-up over 5% of the steps, then cosine decay to 0) or
+    ``"constant"``. Returns ``loss`` per step and ``seconds``."""
     if not isinstance(n_steps, int) or n_steps < 1:
         raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
     params = [p for p in vla.parameters() if p.requires_grad]
@@ -312,11 +355,18 @@ def fit(vla: ToyVLA, ex: Examples, images: torch.Tensor, *, n_steps: int, batch_
     if not params:
         raise ValueError("nothing to train: no parameter requires grad")
     loss_fn = loss_fn or example_loss
+    if schedule not in ("cosine", "constant"):
+        raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
     opt = torch.optim.Adam(params, lr=lr)
+    warm = max(1, n_steps // 20)
+    lr_at = (lambda t: lr * min((t + 1) / warm, 0.5 * (1 + math.cos(math.pi * t / n_steps))))
     g = torch.Generator().manual_seed(seed)
     hist, t0 = [], time.time()
     vla.train()
-    for _ in progress(range(n_steps), desc=desc):
+    for step in progress(range(n_steps), desc=desc):
+        if schedule == "cosine":
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step)
         batch = ex.subset(torch.randint(0, len(ex), (batch_size,), generator=g))
         loss = loss_fn(vla, batch, images)
         opt.zero_grad()
@@ -392,6 +442,22 @@ def color_accuracy(vla: ToyVLA, tok: WordTokenizer, meta: pd.DataFrame,
     return float((p.argmax(1) == portraits.color.numpy()).mean())
 
 
+def yesno_color_accuracy(vla: ToyVLA, tok: WordTokenizer, meta: pd.DataFrame,
+                         portraits: SyntheticPortraits) -> float:
+    """Accuracy on yes/no colour questions ("Is the background red?"; ``meta`` from
+    ``build_texts("color_yesno", ...)``): per (colour asked, image), the order- and
+    template-averaged p_yes > 0.5 must match whether the image has that colour. The capability
+    that shares the bias questions' answer format (chapter 19)."""
+    lp = score_images(vla, tok, meta["body"].tolist(), portraits.images, ("Yes", "No"))
+    n_t, n_i, _ = lp.shape
+    p = option_probs(lp.reshape(-1, 2).numpy(), [(0, 1)] * (n_t * n_i))[:, 0].reshape(n_t, n_i)
+    asked = np.array([COLORS.index(v) for v in meta["value"]])
+    df = pd.DataFrame({"asked": np.repeat(asked, n_i), "image": np.tile(np.arange(n_i), n_t),
+                       "p": p.reshape(-1)}).groupby(["asked", "image"], as_index=False)["p"].mean()
+    truth = portraits.color.numpy()[df["image"].to_numpy()] == df["asked"].to_numpy()
+    return float(((df["p"].to_numpy() > 0.5) == truth).mean())
+
+
 @torch.no_grad()
 def caption_perplexity(vla: ToyVLA, ex: Examples, images: torch.Tensor) -> float:
     """Perplexity of held-out captions given their images (language capability retained)."""
@@ -415,11 +481,14 @@ class ToySetup:
     occ_train: pd.DataFrame
     color_test: pd.DataFrame
     occ_test_mitigated: pd.DataFrame
+    color_yesno_test: pd.DataFrame
     model_kw: dict
+    answer_delta: dict | None = None
 
 
 def setup(n_occupations: int, n_train: int, n_eval: int, *, seed: int = 0, skewed: bool = True,
-          d_model: int = 64, n_layers: int = 2) -> ToySetup:
+          d_model: int = 64, n_layers: int = 2, gender_in_caption: bool = True,
+          n_color_yesno: int = 1, answers: str = "direct") -> ToySetup:
     """Build the data of one toy-VLA run (chapter 19, notebooks 02-03). ``skewed=False`` is the
     control: every occupation's captions are half women (same images, same steps)."""
     shares = injected_shares(n_occupations)
@@ -429,21 +498,46 @@ def setup(n_occupations: int, n_train: int, n_eval: int, *, seed: int = 0, skewe
     metas = dict(occ_test=build_texts("occupations", occ, "test", seed=seed),
                  occ_train=build_texts("occupations", occ, "train", seed=seed),
                  color_test=build_texts("color", None, "test", seed=seed),
-                 occ_test_mitigated=build_texts("occupations", occ, "test", seed=seed, mitigation=True))
+                 occ_test_mitigated=build_texts("occupations", occ, "test", seed=seed, mitigation=True),
+                 color_yesno_test=build_texts("color_yesno", None, "test", seed=seed))
     texts = [b for m in metas.values() for b in m["body"]]
     texts += list(build_texts("color", None, "train", seed=seed)["body"]) + [CAPTION_PROMPT]
-    texts += [caption(o, c) for o in V.OCCUPATIONS for c in COLORS] + list(LETTERS[:3])
+    texts += list(build_texts("color_yesno", None, "train", seed=seed)["body"])
+    texts += [caption(o, c, g) for o in V.OCCUPATIONS for c in COLORS for g in (None, 0, 1)]
+    texts += list(LETTERS[:3])
     tok = WordTokenizer(texts)
     train = SyntheticPortraits(n_train, seed=seed)
     ev = SyntheticPortraits(n_eval, seed=seed + 10_000)
     occ_i = skewed_occupations(train.gender, shares, seed=seed)
     kw = dict(d_model=d_model, n_layers=n_layers, seed=seed)
     probe = ToyVLA(len(tok), **kw)
-    ex = encode_examples(probe, tok, make_training_data(train, occ_i, shares, seed=seed))
+    rows = make_training_data(train, occ_i, shares, seed=seed, gender_in_caption=gender_in_caption,
+                              n_color_yesno=n_color_yesno, answers=answers)
+    ex = encode_examples(probe, tok, rows)
     occ_e = skewed_occupations(ev.gender, shares, seed=seed + 1)
-    held = encode_examples(probe, tok, [(CAPTION_PROMPT, caption(occ[int(o)], COLORS[int(c)]), i, "caption")
-                                        for i, (o, c) in enumerate(zip(occ_e, ev.color))])
-    return ToySetup(tok, shares, train, ev, occ_i, ex, held, model_kw=kw, **metas)
+    held = encode_examples(probe, tok, [
+        (CAPTION_PROMPT, caption(occ[int(o)], COLORS[int(c)], int(g) if gender_in_caption else None), i, "caption")
+        for i, (o, c, g) in enumerate(zip(occ_e, ev.color, ev.gender))])
+    return ToySetup(tok, shares, train, ev, occ_i, ex, held, model_kw=kw,
+                    answer_delta=answer_delta(rows, train.gender, occ), **metas)
+
+
+def answer_delta(rows, gender: torch.Tensor, occupations: Sequence[str]) -> dict[str, float]:
+    """The Delta present in training data: per occupation, the share of "Yes" among the
+    occupation questions about women minus that about men (chapter 19; rows from
+    :func:`make_training_data`)."""
+    yes: dict = {}
+    for body, ans, i, kind in rows:
+        if kind == "occupation":
+            q = next(o for o in occupations if f" {o}?" in body)
+            yes.setdefault((q, int(gender[i])), []).append(ans == "Yes")
+    return {o: float(np.mean(yes.get((o, 1), [np.nan])) - np.mean(yes.get((o, 0), [np.nan])))
+            for o in occupations}
+
+
+def training_answer_delta(s: "ToySetup") -> dict[str, float]:
+    """:func:`answer_delta` of a setup's training data."""
+    return dict(s.answer_delta)
 
 
 def train_toy(s: ToySetup, *, n_steps: int, lr: float = 3e-3, batch_size: int = 64,
@@ -457,9 +551,11 @@ def train_toy(s: ToySetup, *, n_steps: int, lr: float = 3e-3, batch_size: int = 
 
 def evaluate(vla: ToyVLA, s: ToySetup, *, mitigated: bool = False) -> dict:
     """The protocol's bias table on the evaluation portraits, its mean |Delta|, the colour
-    accuracy and the held-out caption perplexity (chapter 19)."""
+    multiple-choice accuracy, the yes/no colour accuracy and the held-out caption perplexity
+    (chapter 19)."""
     meta = s.occ_test_mitigated if mitigated else s.occ_test
     tab = measure_bias(vla, s.tok, meta, s.eval)
     return {"table": tab, "mean_abs_delta": float(tab["delta"].abs().mean()),
             "color_accuracy": color_accuracy(vla, s.tok, s.color_test, s.eval),
+            "yesno_accuracy": yesno_color_accuracy(vla, s.tok, s.color_yesno_test, s.eval),
             "caption_ppl": caption_perplexity(vla, s.heldout_captions, s.eval.images)}
