@@ -325,3 +325,19 @@ def test_train_sim_loop_and_batched_agree_with_fixed_order_and_biases():
     b = sd.train_sim(d, spec, backend="loop", **kw)
     np.testing.assert_allclose(a.ood_centroid_loss, b.ood_centroid_loss, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(a.ood_loss, b.ood_loss, rtol=1e-4, atol=1e-6)
+
+
+def test_held_out_summary_counts_only_valid_readouts():
+    from iclr25.sim_dynamics.diffusion import DiffusionRun
+    acc = np.zeros((5, 4))
+    acc[1:, :3] = 1.0                                       # trained compositions learned from read-out 1
+    acc[:, 3] = [1, 0, 1, 0, 0.6]                           # held out: 'correct' at 0 (invalid), then 2, 4
+    conc = np.zeros((5, 4, 3, 2))
+    conc[:, 3] = acc[:, 3][:, None, None]                   # samples at (1, 1) when correct, else at (0, 0)
+    run = DiffusionRun(steps=np.arange(5), concept=conc, accuracy=acc, loss=np.zeros(3), samples=None,
+                       readout=None, train_images=None)
+    h = sd.diffusion.held_out_summary(run)
+    assert h["reached"] and h["first"] == 2 and h["drop"] == pytest.approx(1.0)
+    assert h["swing"] and h["k_far"] == 3
+    acc[2, 3] = acc[4, 3] = 0.0
+    assert not sd.diffusion.held_out_summary(run)["reached"]

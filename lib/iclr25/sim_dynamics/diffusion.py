@@ -291,28 +291,37 @@ def train_diffusion(cfg, show_progress: bool = True) -> DiffusionRun:
                         train_images=Xtr)
 
 
-def held_out_summary(run: DiffusionRun, reach: float = 0.5) -> dict:
+def held_out_summary(run: DiffusionRun, reach: float = 0.5, train_ok: float = 0.9) -> dict:
     """What one run did with the held-out composition, from its read-outs.
 
-    ``acc``: (K,) held-out accuracy per read-out; ``reached``: max accuracy >= ``reach``;
-    ``first``: index of the first read-out at or above ``reach`` (-1 if none); ``drop``: the largest
-    fall of the accuracy below its running maximum (the non-monotonicity); ``z``: (K, 2) mean concept
+    Only *valid* read-outs count: those at which every trained composition is generated with accuracy
+    >= ``train_ok`` (before that the model draws much the same blob for every prompt, and the pixel
+    read-out of a blob says nothing about concepts). ``acc``: (K,) held-out accuracy per read-out;
+    ``valid``: (K,) bool; ``reached``: some valid read-out has accuracy >= ``reach``; ``first``: the
+    first such read-out (-1 if none); ``drop``: after ``first``, the largest fall of the accuracy below
+    its running maximum over valid read-outs (the non-monotonicity); ``z``: (K, 2) mean concept
     read-out of the held-out samples; ``dist``: (K,) their mean distance to the target (1, 1);
-    ``swing``: after first reaching the target, at the read-out farthest from it, the samples' mean
-    is closer to a training composition than to the target; ``k_far``: that read-out (-1 if none).
+    ``swing``: after ``first``, at the valid read-out farthest from the target, the samples' mean is
+    closer to a training composition than to the target; ``k_far``: that read-out (-1 if none).
     Introduced in ``03-diffusion-check``.
     """
     ho = run.held_out
+    train = [j for j, c in enumerate(COMPOSITIONS) if c != HELD_OUT]
+    valid = run.accuracy[:, train].min(1) >= train_ok
     acc = run.accuracy[:, ho]
     z = run.concept[:, ho].mean(1)
     dist = np.linalg.norm(run.concept[:, ho] - np.array(HELD_OUT), axis=-1).mean(1)
-    hit = np.nonzero(acc >= reach)[0]
+    hit = np.nonzero(valid & (acc >= reach))[0]
     first = int(hit[0]) if hit.size else -1
-    drop = float(np.max(np.maximum.accumulate(acc) - acc))
-    swing, k_far = False, -1
-    if first >= 0 and first < len(acc) - 1:
-        k_far = first + 1 + int(np.argmax(dist[first + 1:]))
-        d_train = min(np.linalg.norm(z[k_far] - np.array(c)) for c in COMPOSITIONS if c != HELD_OUT)
-        swing = bool(d_train < np.linalg.norm(z[k_far] - np.array(HELD_OUT)))
-    return {"acc": acc, "reached": bool(acc.max() >= reach), "first": first, "drop": drop, "z": z,
+    drop, swing, k_far = 0.0, False, -1
+    if first >= 0:
+        later = np.nonzero(valid & (np.arange(len(acc)) >= first))[0]
+        a = acc[later]
+        drop = float(np.max(np.maximum.accumulate(a) - a))
+        after = later[later > first]
+        if after.size:
+            k_far = int(after[np.argmax(dist[after])])
+            d_train = min(np.linalg.norm(z[k_far] - np.array(c)) for c in COMPOSITIONS if c != HELD_OUT)
+            swing = bool(d_train < np.linalg.norm(z[k_far] - np.array(HELD_OUT)))
+    return {"acc": acc, "valid": valid, "reached": first >= 0, "first": first, "drop": drop, "z": z,
             "dist": dist, "swing": swing, "k_far": k_far}
