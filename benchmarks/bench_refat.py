@@ -14,10 +14,12 @@ SmolLM2-135M-Instruct.
 ours (:func:`iclr25.refat.rfa`, hooks through :func:`iclr25.lm.intervene`) against nnsight setting
 each layer's ``.input`` inside a trace. Outputs must agree to 1e-4 (absolute).
 
-``08-hook-overhead``: a training step (batch 8, LoRA on layers 22-29, cached states) with RFA
-hooks on every harmful row (the direction fixed, no recomputation) against the same step without,
-on the same rows: the target is an overhead below 5%. Torch runs on one thread. Run alone:
-timings beside other jobs are noise. ``--quick``: fewer prompts, agreement only.
+``08-hook-overhead``: a training step (forward on cached states through layers 22-29 with LoRA,
+response loss, backward; batch 8) with mean-mode RFA on the 4 harmful rows at layers 22-30, the
+direction fixed: ours through hooks (as ReFAT trains) against the same edit written into the
+layers' forward; loss and gradients agree; the target is a hook overhead below 5% of the step.
+A step without RFA is recorded as a variant. Torch runs on one thread. Run alone: timings beside
+other jobs are noise. ``--quick``: fewer prompts and repeats, agreement only.
 """
 
 from __future__ import annotations
@@ -121,28 +123,86 @@ def bench_rfa(model, tok, rf, harmful, repeat):
     return cmp.run()
 
 
-def bench_overhead(model, tok, train, rf, n_steps):
-    """Training steps with and without RFA hooks on the same rows (p = 1 against p = 0)."""
-    import time
+class _EditedLayer(torch.nn.Module):
+    """A decoder layer with the RFA edit written into its forward (no hooks): the inline
+    reference of ``08-hook-overhead``. ``last``: also edit the layer's output (layer ``n``)."""
 
+    def __init__(self, layer, edit, l, rows, last=None):
+        super().__init__()
+        self.layer, self.edit, self.l, self.rows, self.last = layer, edit, l, rows, last
+
+    def _ed(self, x, l):
+        out = x.clone()
+        out[:self.rows] = self.edit(x[:self.rows], l)
+        return out
+
+    def forward(self, hidden_states, *args, **kwargs):
+        out = self.layer(self._ed(hidden_states, self.l), *args, **kwargs)
+        if self.last is None:
+            return out
+        if isinstance(out, tuple):
+            return (self._ed(out[0], self.last),) + tuple(out[1:])
+        return self._ed(out, self.last)
+
+
+def bench_overhead(model, tok, train, repeat):
+    """One training step (forward through the adapted layers 22-29 on cached states, response
+    loss, backward; batch 8, LoRA rank 8) with RFA on the 4 harmful rows at layers 22-30:
+    ours through hooks (:func:`iclr25.refat.rfa`, as ReFAT trains) against the same edit written
+    into the layers' forward (no hooks). Loss and gradients must agree; the target is a hook
+    overhead below 5% (ratio >= 1/1.05). A plain step without RFA is a variant row (the cost of
+    the edit itself)."""
     n = len(lm.decoder_layers(model))
     start = n - 8
     data = R.prepare(model, tok, train, start)
     R.pipeline.add_adapters(model, R.configs.sft("book"))
+    params = [p for p in model.parameters() if p.requires_grad]
+    rows = list(range(4)) + list(range(len(train.harmful), len(train.harmful) + 4))
+    from iclr25.refat.training import _collate, forward_top, response_loss
 
-    def steps(p):
-        t0 = time.perf_counter()
-        h = R.train_refusal(model, tok, data, n_steps=n_steps, batch_size=8, lr=1e-4, seed=0, p_rfa=p,
-                            recalc_every=10**6, n_dir_samples=8)
-        return np.median(h["step_seconds"][1:]), time.perf_counter() - t0
+    I, M, Rm, H = _collate([data.ids[i] for i in rows], [data.resp[i] for i in rows],
+                           [data.hidden[i] for i in rows], pad_id(tok))
+    rf = R.top_layer_feature(model, data, range(8), range(len(train.harmful), len(train.harmful) + 8),
+                             range(start, n + 1))
+    edit = R.RFAEdit(rf, "mean")
+    inner = model.model
 
-    steps(0.0)                                           # warm-up
-    plain, _ = steps(0.0)
-    hooked, _ = steps(1.0)
-    rec = {"name": "08-hook-overhead", "step_s_plain": plain, "step_s_rfa_hooks": hooked,
-           "overhead": hooked / plain - 1, "target": 0.05, "steps": n_steps}
-    print(f"08-hook-overhead: plain step {plain:.3f} s, with RFA hooks {hooked:.3f} s: "
-          f"overhead {100 * (hooked / plain - 1):.1f}% (target < 5%; includes the direction's first computation: no)")
+    def step(ctx=None, layers=None):
+        for p in params:
+            p.grad = None
+        full = inner.layers
+        try:
+            if layers is not None:
+                inner.layers = layers
+            if ctx is not None:
+                with ctx():
+                    last = forward_top(model, start, H, M)
+            else:
+                last = forward_top(model, start, H, M)
+        finally:
+            inner.layers = full
+        loss = response_loss(model, last, I, Rm, M)
+        loss.backward()
+        return np.concatenate([[float(loss.detach())], params[0].grad.flatten()[:64].numpy()])
+
+    blocks = list(inner.layers)
+    wrapped = torch.nn.ModuleList(blocks[:start] + [
+        _EditedLayer(b, edit, l, 4, last=n if l == n - 1 else None) for l, b in enumerate(blocks) if l >= start])
+    model.train()
+    cmp = bench.Comparison("08-hook-overhead", "A training step with RFA on the harmful rows: hooks vs the edit inline",
+                           chapter="08-refat", target=1 / 1.05, tol=1e-4, repeat=repeat, warmup=1, unit="step",
+                           settings={"batch": 8, "rfa_rows": 4, "lora_layers": f"{start}-{n - 1}",
+                                     "rfa_layers": f"{start}-{n}", "threads": torch.get_num_threads()},
+                           notes="ratio = inline / hooks (target: hooks add < 5%, ratio >= 0.952); loss and "
+                                 "gradients agree; the variant row is a step without RFA")
+    cmp.add("ours (RFA through lm.intervene hooks)", lambda: step(ctx=lambda: R.rfa(model, rf, rows=range(4))),
+            role="ours", work=1)
+    cmp.add("edit written into the layers' forward (no hooks)", lambda: step(layers=wrapped), role="baseline",
+            work=1, what="decoder layers wrapped so the forward applies the same RFAEdit")
+    cmp.add("plain step, no RFA", lambda: step(), role="variant", agree=False, work=1,
+            what="the same step without RFA: the cost of the edit itself")
+    rec = cmp.run()
+    model.eval()
     lm.lora.remove(model)
     return rec
 
@@ -151,7 +211,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="few prompts and steps: agreement only")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--only", choices=("direction", "rfa", "overhead"), action="append",
+                    help="run only these comparisons (repeatable; default: all three)")
     args = ap.parse_args(argv)
+    only = set(args.only or ("direction", "rfa", "overhead"))
     torch.set_num_threads(args.threads)
     model, tok = lm.load()
     model.eval()
@@ -160,16 +223,14 @@ def main(argv=None):
     harmful, harmless = train.harmful[:k], train.harmless[:k]
     with torch.no_grad():
         model(input_ids=torch.tensor([[1, 2, 3]]), use_cache=False)
-    bench_direction(model, tok, harmful, harmless, repeat=1 if args.quick else 3)
+    if "direction" in only:
+        bench_direction(model, tok, harmful, harmless, repeat=1 if args.quick else 3)
     n = len(lm.decoder_layers(model))
-    rf = R.model_feature(model, tok, train, range(16, n + 1), k)
-    bench_rfa(model, tok, rf, harmful, repeat=1 if args.quick else 3)
-    rec = bench_overhead(model, tok, train, rf, n_steps=3 if args.quick else 12)
-    import json
-
-    out = bench.bench_dir() / "refat_hook_overhead.json"
-    out.write_text(json.dumps({k: (float(v) if isinstance(v, (np.floating, float)) else v) for k, v in rec.items()},
-                              indent=1))
+    if "rfa" in only:
+        rf = R.model_feature(model, tok, train, range(16, n + 1), k)
+        bench_rfa(model, tok, rf, harmful, repeat=1 if args.quick else 3)
+    if "overhead" in only:
+        bench_overhead(model, tok, train, repeat=3 if args.quick else 15)
 
 
 if __name__ == "__main__":

@@ -298,3 +298,21 @@ def test_gcg_cache_key_holds_the_code_and_the_weights(tiny, tmp_path, monkeypatc
     pipeline.cache_path(cfg).write_bytes(b"other adapters")                                  # new weights
     _, cached = R.gcg_suffixes(model, tok, ["What is two plus two?"], cfg, **kw)
     assert not cached and len(calls) == 3
+
+
+def test_cached_feature_equals_model_feature(tiny):
+    """The evaluation's white-box feature from cached rows (top layers) joined with the frozen
+    lower layers' feature equals the feature from full forwards on the same prompts."""
+    model, tok = tiny
+    ps = _toy_set()
+    data = R.prepare(model, tok, ps, start=2)
+    rf_low = R.model_feature(model, tok, ps, [1], 2)
+    got = R.cached_feature(model, data, 2, rf_low)
+    want = R.model_feature(model, tok, ps, range(1, 5), 2)
+    assert got.layers == want.layers == [1, 2, 3, 4]
+    for a in ("raw", "mu_harmless", "mu_harmful"):
+        torch.testing.assert_close(getattr(got, a), getattr(want, a), atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="n_dir=3"):
+        R.cached_feature(model, data, 3)
+    with pytest.raises(ValueError, match="overlap"):
+        R.RefusalFeature.join(rf_low, got)

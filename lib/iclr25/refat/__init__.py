@@ -7,5 +7,5 @@ from .judges import *  # noqa: F401,F403
 from .attacks import *  # noqa: F401,F403
 from .training import *  # noqa: F401,F403
 from . import configs, pipeline  # noqa: F401
-from .pipeline import (adapters_off, aligned_model, gcg_suffixes, model_feature,  # noqa: F401
-                       refusal_eval, reset_to_sft, robustness_eval)
+from .pipeline import (adapters_off, aligned_model, cached_feature, gcg_suffixes,  # noqa: F401
+                       model_feature, refusal_eval, reset_to_sft, robustness_eval)

@@ -206,6 +206,16 @@ class RefusalFeature:
         v = torch.as_tensor(v).double()
         return float((v @ r) / (v.norm() * r.norm()).clamp(min=1e-12))
 
+    @classmethod
+    def join(cls, *parts: "RefusalFeature") -> "RefusalFeature":
+        """One feature holding the layers of ``parts`` (which must not overlap), in layer order."""
+        layers = [l for p in parts for l in p.layers]
+        if len(set(layers)) != len(layers):
+            raise ValueError(f"the parts' layers overlap: {layers}")
+        order = np.argsort(layers)
+        cat = lambda name: torch.cat([getattr(p, name) for p in parts])[order]   # noqa: E731
+        return cls([layers[i] for i in order], cat("raw"), cat("mu_harmless"), cat("mu_harmful"))
+
     def subset(self, layers: Iterable[int]) -> "RefusalFeature":
         idx = [self.index(l) for l in layers]
         return RefusalFeature([self.layers[i] for i in idx], self.raw[idx], self.mu_harmless[idx],

@@ -19,7 +19,7 @@ from .training import prepare, train_refusal
 
 __all__ = ["LORA_TARGETS", "cache_path", "aligned_model", "add_adapters", "adapters_off", "reset_to_sft",
            "refusal_eval", "model_feature", "gcg_suffixes", "gcg_code_version", "GCG_CACHE_VERSION",
-           "robustness_eval"]
+           "cached_feature", "robustness_eval"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -165,25 +165,62 @@ def gcg_suffixes(model, tok, prompts, cfg: SFTConfig, *, n_iter: int, topk: int,
     return out, False
 
 
+def cached_feature(model, data, n_dir: int, rf_low=None):
+    """The refusal feature of ``model`` from the cached training rows of ``data`` (a
+    :class:`~iclr25.refat.training.TrainData`): the first ``n_dir`` harmful and harmless rows, at
+    layers ``data.start`` to the end (only the top layers run), joined with ``rf_low`` (the
+    feature of the frozen layers below ``data.start``, which training never changes). Equals
+    :func:`model_feature` on the same prompts when the layers below ``data.start`` are frozen
+    (tested). Chapter 08."""
+    from .features import RefusalFeature
+    from .training import top_layer_feature
+
+    n = len(lm.decoder_layers(model))
+    harm, safe = np.flatnonzero(data.harmful), np.flatnonzero(~data.harmful)
+    if n_dir > min(len(harm), len(safe)):
+        raise ValueError(f"n_dir={n_dir} but the data holds {len(harm)} harmful and {len(safe)} harmless rows")
+    top = top_layer_feature(model, data, harm[:n_dir], safe[:n_dir], range(data.start, n + 1))
+    return top if rf_low is None else RefusalFeature.join(rf_low, top)
+
+
 def robustness_eval(model, tok, train: PromptSet, test: PromptSet, *, templates, gcg_attacked,
-                    rfa_from: int, n_dir: int, max_new_tokens: int = 10) -> dict:
+                    rfa_from: int, n_dir: int, max_new_tokens: int = 10, data=None,
+                    rf_low=None) -> dict:
     """Refusal of ``model`` on held-out harmful prompts under no attack, each jailbreak template,
     GCG-lite suffixes (``gcg_attacked``: attacked prompts) and white-box RFA (the refusal feature
-    recomputed on this model, mean mode, layers ``rfa_from`` to the end); and over-refusal on the
-    harmless look-alikes. Chapter 08 (``03-refat-training``)."""
+    recomputed on this model from ``n_dir`` training prompts per class, mean mode, layers
+    ``rfa_from`` to the end); and over-refusal on the harmless look-alikes. Chapter 08
+    (``03-refat-training``).
+
+    ``data`` (cached training rows, built from ``train``) and ``rf_low`` (the feature at layers
+    ``rfa_from .. data.start - 1``, frozen): the feature is then computed by
+    :func:`cached_feature`, running only the adapted layers (the same feature, cheaper)."""
     from .data import apply_template
     from .features import rfa
 
     n = len(lm.decoder_layers(model))
-    out = {}
-    out["none"], _ = refusal_eval(model, tok, test.harmful, max_new_tokens=max_new_tokens)
-    rates = [refusal_eval(model, tok, apply_template(test.harmful, t), max_new_tokens=max_new_tokens)[0]
-             for t in templates]
-    out["templates"] = float(np.mean(rates))
-    out["GCG-lite"], _ = refusal_eval(model, tok, gcg_attacked, max_new_tokens=max_new_tokens)
-    rf = model_feature(model, tok, train, range(rfa_from, n + 1), n_dir)
+    if data is not None and (rf_low is None) != (rfa_from >= data.start):
+        raise ValueError(f"rf_low must hold layers {rfa_from}..{data.start - 1} when rfa_from < data.start")
+    from .judges import refusal_rate
+
+    # every unedited generation in one batched call (fewer, fuller batches), split afterwards
+    groups = [("none", list(test.harmful))] + [(t, apply_template(test.harmful, t)) for t in templates] + \
+             [("GCG-lite", list(gcg_attacked)), ("over-refusal (harmless)", list(test.harmless))]
+    _, texts = refusal_eval(model, tok, [p for _, g in groups for p in g], max_new_tokens=max_new_tokens)
+    rate, i = {}, 0
+    for name, g in groups:
+        rate[name], i = refusal_rate(texts[i:i + len(g)]), i + len(g)
+    out = {"none": rate["none"], "templates": float(np.mean([rate[t] for t in templates])),
+           "GCG-lite": rate["GCG-lite"]}
+    if data is None:
+        rf = model_feature(model, tok, train, range(rfa_from, n + 1), n_dir)
+    else:
+        rf = cached_feature(model, data, n_dir, rf_low)
+        if rfa_from > data.start:
+            rf = rf.subset(range(rfa_from, n + 1))
+        if rf.layers != list(range(rfa_from, n + 1)):
+            raise ValueError(f"rf_low and data give layers {rf.layers}, expected {rfa_from}..{n}")
     out["RFA"], _ = refusal_eval(model, tok, test.harmful, max_new_tokens=max_new_tokens,
                                  edit=lambda: rfa(model, rf))
-    out["over-refusal (harmless)"], _ = refusal_eval(model, tok, test.harmless,
-                                                     max_new_tokens=max_new_tokens)
+    out["over-refusal (harmless)"] = rate["over-refusal (harmless)"]
     return out
