@@ -316,3 +316,24 @@ def test_cached_feature_equals_model_feature(tiny):
         R.cached_feature(model, data, 3)
     with pytest.raises(ValueError, match="overlap"):
         R.RefusalFeature.join(rf_low, got)
+
+
+def test_robustness_eval_splits_the_batched_generations(tiny, monkeypatch):
+    """The unedited generations run in one call; each attack's rate is read from its own slice."""
+    from iclr25.refat import pipeline
+
+    model, tok = tiny
+    seen = []
+
+    def fake(model, tok, prompts, *, max_new_tokens=10, edit=None, batch_size=16):
+        seen.append(len(prompts))
+        texts = ["I can't help with that." if "refuse" in p else "Sure, here" for p in prompts]
+        return R.refusal_rate(texts), texts
+
+    monkeypatch.setattr(pipeline, "refusal_eval", fake)
+    test = R.PromptSet(harmful=["refuse this", "a b", "c d", "refuse too"], harmless=["e f", "refuse g"])
+    out = R.robustness_eval(model, tok, _toy_set(), test, templates=("override", "novel"),
+                            gcg_attacked=["x refuse", "y refuse"], rfa_from=1, n_dir=2)
+    assert out == {"none": 0.5, "templates": 0.5, "GCG-lite": 1.0, "RFA": 0.5,
+                   "over-refusal (harmless)": 0.5}
+    assert seen == [4 + 8 + 2 + 2, 4]
