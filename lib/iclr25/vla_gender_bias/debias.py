@@ -153,29 +153,37 @@ def validation_bias(vla: ToyVLA, tok: WordTokenizer, meta, portraits) -> float:
 
 
 def tune_and_train(make, vla: ToyVLA, tok: WordTokenizer, meta, images: torch.Tensor, val,
-                   color_yesno_meta, *, lrs, n_steps: int, n_images: int = 8, seed: int = 0,
+                   capability_metas, *, lrs, n_steps: int, n_images: int = 8, seed: int = 0,
                    keep: float = 0.9, desc: str = "debiasing") -> tuple[ToyVLA, dict]:
     """Train ``make(vla)`` (a debiasing family: :func:`prompt_tuning`, :func:`lora`,
     :func:`finetune_last`) with :func:`train_debias` once per learning rate in ``lrs`` and keep
-    the copy with the lowest validation bias among those whose yes/no colour accuracy on the
-    validation portraits ``val`` stays >= ``keep`` x the undebiased model's (if none does, the
-    most accurate). The same grid, steps and rule for every family: the fair tuning budget.
-    Returns the chosen model and ``{"lr", "val_bias", "val_yesno", "grid", "seconds"}``."""
-    from .toy_vla import yesno_color_accuracy
+    the copy with the lowest validation bias among those that keep >= ``keep`` x the undebiased
+    model's colour multiple-choice and yes/no colour accuracy on the validation portraits
+    ``val`` (if none does, the one with the highest summed accuracy). ``capability_metas`` =
+    (colour multiple-choice prompts, yes/no colour prompts), *training* templates: nothing of
+    the evaluation is used to select. The same grid, steps and rule for every family: the fair
+    tuning budget. Returns the chosen model and ``{"lr", "val_bias", "val_mcq", "val_yesno",
+    "grid", "seconds"}``."""
+    from .toy_vla import color_accuracy, yesno_color_accuracy
     if not lrs:
         raise ValueError("lrs must name at least one learning rate")
+    mcq_meta, yn_meta = capability_metas
     bodies, orders = meta["body"].tolist(), meta["order"].tolist()
-    base_acc = yesno_color_accuracy(vla, tok, color_yesno_meta, val)
+    cap = lambda v: (color_accuracy(v, tok, mcq_meta, val), yesno_color_accuracy(v, tok, yn_meta, val))
+    base = cap(vla)
     grid, t0 = [], time.time()
     for lr in lrs:
         v = make(vla)
         train_debias(v, tok, bodies, orders, images, n_steps=n_steps, lr=lr, n_images=n_images,
                      seed=seed, desc=f"{desc}, lr {lr:g}")
-        grid.append(dict(lr=lr, model=v, val_bias=validation_bias(v, tok, meta, val),
-                         val_yesno=yesno_color_accuracy(v, tok, color_yesno_meta, val)))
-    ok = [r for r in grid if r["val_yesno"] >= keep * base_acc]
-    best = min(ok, key=lambda r: r["val_bias"]) if ok else max(grid, key=lambda r: r["val_yesno"])
-    info = {k: best[k] for k in ("lr", "val_bias", "val_yesno")}
-    info["grid"] = [{k: r[k] for k in ("lr", "val_bias", "val_yesno")} for r in grid]
+        mcq, yn = cap(v)
+        grid.append(dict(lr=lr, model=v, val_bias=validation_bias(v, tok, meta, val), val_mcq=mcq,
+                         val_yesno=yn))
+    ok = [r for r in grid if r["val_mcq"] >= keep * base[0] and r["val_yesno"] >= keep * base[1]]
+    best = (min(ok, key=lambda r: r["val_bias"]) if ok
+            else max(grid, key=lambda r: r["val_mcq"] + r["val_yesno"]))
+    keys = ("lr", "val_bias", "val_mcq", "val_yesno")
+    info = {k: best[k] for k in keys}
+    info["grid"] = [{k: r[k] for k in keys} for r in grid]
     info["seconds"] = time.time() - t0
     return best["model"], info

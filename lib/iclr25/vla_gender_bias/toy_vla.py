@@ -51,8 +51,10 @@ COLOR_QUESTIONS = ("What is the background colour of the image?",
                    "Which colour is the background of this picture?",
                    "The background of the image is which colour?",
                    "Name the colour of the image's background.")
+# yes/no colour templates end with the colour, as every occupation template ends with the
+# occupation (a first book run with the colour mid-sentence in a held-out template: 0.41 accuracy)
 COLOR_YESNO = ("Is the background of the image {value}?", "Is this picture's background {value}?",
-               "Does the image have a {value} background?", "Is the colour behind the person {value}?")
+               "Is the colour behind the person {value}?", "Does the background look {value}?")
 CAPTION_PROMPT = "Describe the image."
 
 
