@@ -330,3 +330,102 @@ def test_paired_aligns_factuals_where_both_qualify():
     assert a.tolist() == [1.0] and b.tolist() == [10.0]
     with pytest.raises(ValueError, match="methods: \\['A', 'B'\\]"):
         paired(rows, "A", "C", "nll")
+
+
+# ------------------------------------------------- the paper's protocol (issue 32)
+def test_n_best_patterns_match_brute_force():
+    """The no-good re-solves return the n best discrete patterns (categories and histogram bins),
+    in order: compared against enumerating every candidate counterfactual."""
+    X, y, h, mlp, spn = tiny_problem()
+    C = all_candidates(h)
+    EC = h.encode(C)
+    logit = L.predict_logit(mlp, EC)
+    lice = L.LiCE(spn, mlp, h)
+    hist = [n for n in spn.nodes if isinstance(n, L.Leaf) and n.kind == "hist"]
+    checked = 0
+    for i in range(8):
+        x0 = X.iloc[[i]]
+        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        S = h.spn_matrix(C, target)
+        ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
+        obj = h.distance(h.encode(x0), EC) - 0.1 * spn.max_approx(S)
+        keys = [tuple(C.iloc[j][["b", "c"]]) + tuple(int(n.bin_index(S[j:j + 1, n.var])[0]) for n in hist)
+                for j in range(len(C))]
+        best = {}
+        for j in np.flatnonzero(ok):
+            best[keys[j]] = min(best.get(keys[j], np.inf), obj[j])
+        want = sorted(best.values())[:3]
+        ex = lice.explain(x0, target, mode="optimize", n=3, time_limit=60)
+        assert len(ex.stats["objective"]) == len(want)
+        assert all(ex.stats["optimal"])
+        np.testing.assert_allclose(ex.stats["objective"], want, atol=1e-5)
+        checked += 1
+    assert checked >= 5
+
+
+def tiny_prepared():
+    X, y, specs = small_frame(300, 0)
+    X["d"] = np.round(X["d"]).astype(int)
+    specs[-1] = L.Contiguous("d", bounds=(0, 10), discrete=True)
+    ds = L.Dataset("tiny", X, y, specs, causal_inc=[("b", "a")])
+    return L.prepare(ds, hidden=(6,), n_epochs=300, min_instances_slice=80, max_bins=4, seed=0)
+
+
+def test_run_methods_reports_the_most_likely_valid_of_n():
+    p = tiny_prepared()
+    rows = L.run_methods(p, p.test[:5], ["MIO", "LiCE (optimize)"], n_cf=2, time_limit=30)
+    lice = L.LiCE(p.spn, p.mlp, p.handler)
+    checked = 0
+    for _, r in rows.iterrows():
+        x0 = p.data.X.iloc[[r["factual"]]].reset_index(drop=True)
+        target = int(L.predict_logit(p.mlp, p.handler.encode(x0))[0] <= 0)
+        mode = dict(mode="mio") if r["method"] == "MIO" else dict(mode="optimize", alpha=0.1)
+        ex = lice.explain(x0, target, n=2, time_limit=30, **mode)
+        ev = L.evaluate(p.handler, p.spn, p.mlp, x0, ex.counterfactuals, target)
+        assert r["n_cf"] == len(ev)
+        if not len(ev):
+            assert not r["found"] and r["selected"] == -1
+            continue
+        assert r["valid"]
+        checked += 1
+        assert r["nll"] == pytest.approx(ev.loc[ev["valid"], "nll"].min())
+        cf = ex.counterfactuals.iloc[[int(r["selected"])]]
+        S = p.handler.spn_matrix(cf, target)
+        gap = p.spn.log_likelihood(S)[0] - p.spn.max_approx(S)[0]
+        assert r["spn_gap"] == pytest.approx(gap) and gap >= -1e-12
+    assert checked >= 2
+    with pytest.raises(ValueError, match="n_cf"):
+        L.run_methods(p, p.test[:1], ["MIO"], n_cf=0)
+
+
+def test_mean_ci_closed_form_and_paired_diff():
+    m, half = L.mean_ci([1.0, 2.0, 3.0, 4.0])
+    assert m == 2.5 and half == pytest.approx(3.182446305 * np.std([1, 2, 3, 4], ddof=1) / 2)
+    assert np.isnan(L.mean_ci([1.0])[1]) and np.isnan(L.mean_ci([])[0])
+    rng = np.random.default_rng(0)
+    n = 20
+    base = rng.normal(30, 5, n)
+    rows = pd.DataFrame({
+        "method": ["MIO"] * n + ["LiCE (optimize)"] * n,
+        "factual": list(range(n)) * 2, "found": True, "valid": True, "actionable": True,
+        "nll": np.r_[base, base - 5 + rng.normal(0, 0.5, n)],
+        "distance": np.r_[np.full(n, 4.0), np.full(n, 4.2)], "n_changed": 2, "n_cf": 10,
+        "time": 1.0, "cpu": 1.0})
+    d = L.paired_diff(rows, "LiCE (optimize)", "MIO", "nll")
+    assert d["n"] == n and d["hi"] < 0 and d["diff"] == pytest.approx(-5, abs=0.5)
+    claims = {c["claim"]: c for c in L.maintable.orderings(rows, "credit")}
+    more_likely = [c for k, c in claims.items() if "optimize) counterfactuals are more likely than MIO" in k][0]
+    close = [c for k, c in claims.items() if "about as close" in k][0]
+    assert more_likely["holds"] and more_likely["kind"] == "finding" and close["holds"]
+    table = L.summarise_ci(rows).set_index("method")
+    assert table.loc["MIO", "distance"] == 4.0 and table.loc["MIO", "distance ±"] == pytest.approx(0)
+    with pytest.raises(ValueError, match="valid"):
+        L.maintable.orderings(rows, "mnist")
+
+
+def test_protocol_parameter_errors():
+    with pytest.raises(ValueError, match="valid"):
+        mio.new_model(1, separating="max")
+    with pytest.raises(ValueError, match="valid"):
+        L.prepare_config(L.config("cf", "smoke", dataset="mnist"))
+    assert L.config("cf", "book").hidden == (20, 10) and L.config("cf", "book").n_factuals >= 20

@@ -15,7 +15,9 @@ Public API
 - the MIO blocks (pyscipopt): :mod:`iclr25.lice.mio`;
 - the method: :class:`LiCE` (``explain``), :func:`thresholds`;
 - baselines: :func:`dice_counterfactuals`, :func:`nearest_neighbour_cf`;
-- metrics: :func:`evaluate`, :func:`summarise`; configs: :func:`config`;
+- metrics: :func:`evaluate`, :func:`summarise`, :func:`summarise_ci` (means with intervals),
+  :func:`paired_diff`; the paper's table and its orderings: :mod:`iclr25.lice.maintable`;
+  configs: :func:`config`;
 - the main-table pipeline: :func:`prepare`, :func:`run_methods`.
 """
 
@@ -27,15 +29,16 @@ from .model import make_mlp, predict_logit, train_mlp
 from .lice import MODES, Explanation, LiCE, thresholds
 from . import mio
 from .baselines import dice_counterfactuals, nearest_neighbour_cf
-from .metrics import evaluate, paired, summarise
+from .metrics import evaluate, mean_ci, paired, paired_diff, summarise, summarise_ci
+from . import maintable
 from .configs import config, CONFIGS
-from .experiment import METHODS, Prepared, prepare, run_methods
+from .experiment import METHODS, Prepared, prepare, prepare_config, run_methods
 
 __all__ = [
     "Contiguous", "Binary", "Categorical", "Mixed", "DataHandler",
     "Dataset", "DATASETS", "load", "load_credit", "load_adult", "load_gmsc", "synthetic_2d",
     "package_file", "SPN", "LearnSPN", "Leaf", "Product", "Sum", "rdc",
     "make_mlp", "train_mlp", "predict_logit", "LiCE", "Explanation", "MODES", "thresholds", "mio",
-    "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "paired", "config", "CONFIGS",
-    "METHODS", "Prepared", "prepare", "run_methods",
+    "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "paired", "mean_ci", "paired_diff", "summarise_ci", "maintable", "config", "CONFIGS",
+    "METHODS", "Prepared", "prepare", "prepare_config", "run_methods",
 ]

@@ -31,10 +31,14 @@ class MlpProba:
 
 def dice_counterfactuals(handler: DataHandler, mlp, spn: SPN, X_train: pd.DataFrame,
                          y_train: np.ndarray, x0: pd.DataFrame, target: int, *, n: int = 10,
-                         method: str = "random", seed: int = 0) -> tuple[pd.DataFrame, float]:
+                         method: str = "random", seed: int = 0, keep: str = "best"
+                         ) -> tuple[pd.DataFrame, float]:
     """DiCE (``dice-ml``) counterfactuals for ``x0``; immutable features are not varied (DiCE has
-    no monotonicity or causal rules). Of the ``n`` returned, the one with the highest exact SPN LL
-    is kept ("DiCE +spn" in the paper). Returns (one-row frame or empty, seconds)."""
+    no monotonicity or causal rules). ``keep="best"``: of the ``n`` returned, the one with the
+    highest exact SPN LL ("DiCE +spn" in the paper); ``keep="all"``: all of them. Returns
+    (frame, possibly empty, and seconds)."""
+    if keep not in ("best", "all"):
+        raise ValueError(f"unknown keep {keep!r}; valid: 'best', 'all'")
     import dice_ml
 
     t0 = time.perf_counter()
@@ -70,6 +74,8 @@ def dice_counterfactuals(handler: DataHandler, mlp, spn: SPN, X_train: pd.DataFr
     for s in handler.specs:
         if handler.info[s.name]["kind"] == "cont" and s.discrete:
             cfs[s.name] = np.round(cfs[s.name].astype(float))
+    if keep == "all":
+        return cfs, seconds
     ll = spn.log_likelihood(handler.spn_matrix(cfs, target))
     return cfs.iloc[[int(np.argmax(ll))]].reset_index(drop=True), seconds
 

@@ -10,7 +10,7 @@ from .features import DataHandler
 from .model import predict_logit
 from .spn import SPN
 
-__all__ = ["evaluate", "summarise", "paired"]
+__all__ = ["evaluate", "summarise", "paired", "mean_ci", "summarise_ci", "paired_diff"]
 
 
 def evaluate(handler: DataHandler, spn: SPN, mlp, x0: pd.DataFrame, cfs: pd.DataFrame,
@@ -58,3 +58,52 @@ def paired(rows: pd.DataFrame, a: str, b: str, column: str, *, need: str = "foun
     common = A.index.intersection(B.index)
     keep = common[(A.loc[common, need].astype(bool) & B.loc[common, need].astype(bool)).to_numpy()]
     return A.loc[keep, column].to_numpy(float), B.loc[keep, column].to_numpy(float)
+
+
+def mean_ci(x, level: float = 0.95) -> tuple[float, float]:
+    """Mean of ``x`` (NaNs dropped) and the half-width of its Student-t ``level`` interval
+    (NaN half-width for fewer than two values)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return float("nan"), float("nan")
+    if len(x) < 2:
+        return float(x.mean()), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return float(x.mean()), float(half)
+
+
+def summarise_ci(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """The main table with intervals: per method, factuals, valid % and actionable % (of
+    factuals), mean and ``level`` t-interval half-width ("±") of NLL, distance and #changed over
+    the valid reported counterfactuals, mean number of counterfactuals returned and median wall /
+    SCIP CPU seconds. ``rows`` as from :func:`~iclr25.lice.run_methods`."""
+    out = []
+    for method, g in rows.groupby("method", sort=False):
+        ok_mask = g["found"].astype(bool) & g["valid"].astype(bool)
+        ok = g[ok_mask]
+        r = {"method": method, "n": len(g), "valid %": 100 * ok_mask.mean(),
+             "actionable %": 100 * (ok_mask & g["actionable"].astype(bool)).mean()}
+        for col, name in (("nll", "NLL"), ("distance", "distance"), ("n_changed", "#changed")):
+            r[name], r[name + " ±"] = mean_ci(ok[col], level)
+        r["#CFs"] = float(g["n_cf"].mean()) if "n_cf" in g else float("nan")
+        r["median time (s)"] = float(g["time"].median())
+        r["median SCIP CPU (s)"] = float(g["cpu"].median()) if "cpu" in g else float("nan")
+        out.append(r)
+    return pd.DataFrame(out)
+
+
+def paired_diff(rows: pd.DataFrame, a: str, b: str, column: str, level: float = 0.95
+                ) -> dict:
+    """Paired difference ``column``(a) - ``column``(b) over the factuals where both methods
+    returned a valid counterfactual: n, means of each, mean difference and its t-interval
+    (``lo``, ``hi``). Chapter 14 (notebooks 02 and 04)."""
+    va = rows.assign(ok=rows["found"].astype(bool) & rows["valid"].astype(bool))
+    x, y = paired(va, a, b, column, need="ok")
+    m, half = mean_ci(x - y, level)
+    return {"n": len(x), "a": float(np.mean(x)) if len(x) else float("nan"),
+            "b": float(np.mean(y)) if len(y) else float("nan"), "diff": m,
+            "lo": m - half if len(x) > 1 else float("nan"),
+            "hi": m + half if len(x) > 1 else float("nan")}
