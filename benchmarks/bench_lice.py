@@ -42,7 +42,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5, help="factuals (default 5)")
     ap.add_argument("--time-limit", type=float, default=20.0,
-                    help="seconds for all ten counterfactuals of one factual (default 20)")
+                    help="SCIP CPU seconds for all ten counterfactuals of one factual (default 20)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="2 factuals, 5 s limit, no SPN-size rows")
     args = ap.parse_args(argv)
