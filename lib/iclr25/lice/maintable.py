@@ -46,7 +46,7 @@ MUST = ("book", "paper")  # orderings are decided over >= 20 factuals; smoke run
 # a factual): recorded as not holding, required only at the paper's budget (``paper`` profile).
 NOT_AT_BOOK = {
     "credit": {"opt-mio-nll", "opt-mio-distance", "opt-dice-nll"},
-    "adult": {"median-mio-nll", "opt-dice-nll"},
+    "adult": {"median-mio-nll", "opt-dice-nll", "opt-mio-distance"},  # distance: 9.7% above MIO in one run, 15% in the next
 }
 
 
