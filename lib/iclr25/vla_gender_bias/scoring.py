@@ -16,15 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import copy
+
 import numpy as np
 import torch
 from torch import nn
 
 from .. import lm
-from ..lm._common import pad_batch, pad_id, position_ids
+from ..lm._common import cache_kwarg, output_cache, pad_batch, pad_id, position_ids
+from ..progress import progress
 from .protocol import LETTERS
 
-__all__ = ["letter_ids", "chat_prompts", "score_letters", "score_vlm", "expand_image_tokens"]
+__all__ = ["letter_ids", "chat_prompts", "score_letters", "score_letters_cached", "score_vlm",
+           "expand_image_tokens"]
 
 METHODS = ("batched", "generate")
 
@@ -72,6 +76,55 @@ def score_letters(model: nn.Module, tokenizer, texts: Sequence[str], n_options: 
     else:
         lp = lm.next_token_logprobs(model, tokenizer, list(texts), ids, batch_size=batch_size)
     return lp.numpy().astype(np.float64)
+
+
+@torch.no_grad()
+def score_letters_cached(model: nn.Module, tokenizer, texts: Sequence[str], prefixes: Sequence[str],
+                         n_options: int, *, batch_size: int = 16, desc: str | None = None) -> np.ndarray:
+    """:func:`score_letters` (``"batched"``) with a reused prefix cache per distinct prefix.
+
+    Chapter 19. ``prefixes[i]`` is a string that ``texts[i]`` starts with (in the text proxy:
+    the chat header, the system prompt and the person's description, shared by every question
+    about that person). Each distinct prefix runs through the model once; its keys and values
+    are repeated over a batch of the texts' remaining tokens, left-padded (the padding is
+    masked and positions continue from the prefix). Equal to scoring the full texts to 1e-4
+    (tested); the saving is the prefix's share of the tokens.
+
+    The prefix must end at a token boundary (e.g. a newline): its tokens must be the first
+    tokens of each text's tokens, else a ``ValueError`` names the text."""
+    if len(texts) != len(prefixes):
+        raise ValueError(f"{len(texts)} texts but {len(prefixes)} prefixes")
+    ids = letter_ids(tokenizer, n_options)
+    enc = lambda t: list(tokenizer(t)["input_ids"])
+    groups: dict[str, list[int]] = {}
+    for i, (t, p) in enumerate(zip(texts, prefixes)):
+        if not t.startswith(p) or len(t) == len(p):
+            raise ValueError(f"prefixes[{i}] is not a proper prefix of texts[{i}]")
+        groups.setdefault(p, []).append(i)
+    out = np.zeros((len(texts), n_options))
+    kw, pad, cand = cache_kwarg(model), pad_id(tokenizer), torch.tensor(ids)
+    for p, rows in progress(groups.items(), desc=desc or "prefix groups", total=len(groups)):
+        pre = enc(p)
+        full = [enc(texts[i]) for i in rows]
+        for i, f in zip(rows, full):
+            if f[:len(pre)] != pre:
+                raise ValueError(f"the prefix's tokens are not the first tokens of texts[{i}] (the "
+                                 "tokenizer merges across the boundary); end the prefix at a newline")
+        P = len(pre)
+        cache0 = output_cache(model(input_ids=torch.tensor([pre]), use_cache=True))
+        order = sorted(range(len(rows)), key=lambda j: -len(full[j]))
+        for s in range(0, len(order), batch_size):
+            chunk = order[s:s + batch_size]
+            sfx, mask = pad_batch([full[j][P:] for j in chunk], pad, left=True)
+            cache = copy.deepcopy(cache0)
+            if len(chunk) > 1:
+                cache.batch_repeat_interleave(len(chunk))
+            fmask = torch.cat([torch.ones(len(chunk), P, dtype=mask.dtype), mask], 1)
+            logits = model(input_ids=sfx, attention_mask=fmask, position_ids=position_ids(mask) + P,
+                           use_cache=True, logits_to_keep=1, **{kw: cache}).logits[:, -1].float()
+            lp = torch.log_softmax(logits, -1)[:, cand].double().numpy()
+            out[[rows[j] for j in chunk]] = lp
+    return out
 
 
 def expand_image_tokens(ids: Sequence[int], image_token_id: int, n_image_tokens: int) -> list[int]:

@@ -8,7 +8,7 @@ import pandas as pd
 
 from . import values as V
 from .protocol import aggregate, make_prompts, option_probs, text_subjects
-from .scoring import chat_prompts, score_letters
+from .scoring import chat_prompts, score_letters, score_letters_cached
 
 __all__ = ["proxy_prompts", "score_prompts", "run_seed"]
 
@@ -36,13 +36,23 @@ def _spread(n: int) -> list[str]:
 
 
 def score_prompts(model, tokenizer, prompts: pd.DataFrame, *, batch_size: int = 16,
-                  method: str = "batched") -> np.ndarray:
+                  method: str = "cached") -> np.ndarray:
     """Option probabilities ``(n_prompts, n_options)`` (renormalised over the letters); each
-    distinct text is scored once (the swapped control repeats texts)."""
+    distinct text is scored once (the swapped control repeats texts). ``method="cached"``
+    (default) runs the chat header and each person's description once and reuses its KV cache
+    for every question about that person (:func:`~.scoring.score_letters_cached`, equal to
+    ``"batched"`` to 1e-4); ``"batched"`` and ``"generate"`` are :func:`~.scoring.score_letters`."""
     texts = chat_prompts(tokenizer, prompts["body"].tolist())
-    uniq, inv = np.unique(np.array(texts, dtype=object), return_inverse=True)
+    uniq, first, inv = np.unique(np.array(texts, dtype=object), return_index=True, return_inverse=True)
     n_opt = len(prompts["options"].iloc[0])
-    lp = score_letters(model, tokenizer, list(uniq), n_opt, batch_size=batch_size, method=method)
+    if method == "cached":
+        prefixes = []
+        for t, c in zip(uniq, prompts["content"].to_numpy()[first]):
+            k = t.index(str(c)) + len(str(c)) + 1      # through the description's newline
+            prefixes.append(t[:k])
+        lp = score_letters_cached(model, tokenizer, list(uniq), prefixes, n_opt, batch_size=batch_size)
+    else:
+        lp = score_letters(model, tokenizer, list(uniq), n_opt, batch_size=batch_size, method=method)
     return option_probs(lp[inv], prompts["order"].tolist())
 
 
