@@ -24,7 +24,7 @@ import torch
 
 from ..progress import progress
 
-__all__ = ["ActsSpec", "ActivationCache", "corpus_contexts", "collect_activations",
+__all__ = ["ActsSpec", "ActivationCache", "corpus_contexts", "context_topics", "collect_activations",
            "default_cache_folder", "spliced_loss", "outlier_threshold", "training_rows", "Rows"]
 
 
@@ -114,27 +114,49 @@ def default_cache_folder(spec: ActsSpec) -> Path:
     return paths.cache_dir() / "topk_sae" / spec.key()
 
 
-def corpus_contexts(tokenizer, n_contexts: int, ctx: int, *, seed: int = 0,
-                    split: str = "train") -> np.ndarray:
-    """``n_contexts`` windows of ``ctx`` consecutive token ids from the corpus, shape
-    (n_contexts, ctx). Documents are shuffled with ``seed``; the last 10% (in that order) form
-    the ``"val"`` split. Each document is tokenized on its own and cut into non-overlapping windows
-    (a short tail is dropped). Chapter 06."""
+def _windows(tokenizer, ctx: int, seed: int, split: str):
+    """Yield ``(document index, window of ctx token ids)`` in the order :func:`corpus_contexts` uses."""
     from ..tinygpt import wiki_corpus
 
     docs = wiki_corpus()
     order = np.random.default_rng(seed).permutation(len(docs))
     cut = int(0.9 * len(order))
     order = order[:cut] if split == "train" else order[cut:]
-    out: list[list[int]] = []
     for i in order:
         ids = tokenizer(docs[i].text, add_special_tokens=False)["input_ids"]
         for s in range(0, len(ids) - ctx + 1, ctx):
-            out.append(ids[s:s + ctx])
-            if len(out) == n_contexts:
-                return np.asarray(out, dtype=np.int32)
+            yield int(i), ids[s:s + ctx]
+
+
+def corpus_contexts(tokenizer, n_contexts: int, ctx: int, *, seed: int = 0,
+                    split: str = "train") -> np.ndarray:
+    """``n_contexts`` windows of ``ctx`` consecutive token ids from the corpus, shape
+    (n_contexts, ctx). Documents are shuffled with ``seed``; the last 10% (in that order) form
+    the ``"val"`` split. Each document is tokenized on its own and cut into non-overlapping windows
+    (a short tail is dropped). Chapter 06."""
+    out: list[list[int]] = []
+    for _, w in _windows(tokenizer, ctx, seed, split):
+        out.append(w)
+        if len(out) == n_contexts:
+            return np.asarray(out, dtype=np.int32)
     raise ValueError(f"the {split} split holds only {len(out)} contexts of {ctx} tokens; "
                      f"asked for {n_contexts}")
+
+
+def context_topics(tokenizer, n_contexts: int, ctx: int, *, seed: int = 0,
+                   split: str = "train") -> np.ndarray:
+    """The topic label (the corpus's vital-article category) of the article each of the first
+    ``n_contexts`` windows of :func:`corpus_contexts` comes from, (n_contexts,) object array.
+    Chapter 06 (``04-feature-quality``)."""
+    from ..tinygpt import wiki_corpus
+
+    docs = wiki_corpus()
+    out = []
+    for i, _ in _windows(tokenizer, ctx, seed, split):
+        out.append(docs[i].topic)
+        if len(out) == n_contexts:
+            return np.asarray(out, dtype=object)
+    raise ValueError(f"the {split} split holds only {len(out)} contexts; asked for {n_contexts}")
 
 
 def collect_activations(spec: ActsSpec, *, model=None, tokenizer=None, folder=None,

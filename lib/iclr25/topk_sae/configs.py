@@ -69,6 +69,7 @@ class ScalingConfig:
     splice_contexts: int   # contexts for the spliced LM loss
     outlier_factor: float  # rows with norm > factor x median are dropped (massive activations)
     lr_scale: float = 3.0  # multiplies default_lr(n) (2e-4 / sqrt(n / 2^14)); short runs want more
+    checkpoint_fracs: tuple = (0.125, 0.25, 0.5, 1.0)  # held-out NMSE at these fractions of training
     seed: int = 0
 
     def steps_for(self, n: int) -> int:
@@ -112,13 +113,13 @@ _SYN_BOOK = dict(n_tokens=40000, d_model=64, n_features=512, n_latents=512, mean
 _DEAD_BOOK = dict(n_tokens=40000, d_model=64, n_features=2048, mean_active=8.0,
                   n_multiples=(4, 16, 32), k=8, auxk=128, dead_tokens=20000, n_steps=800,
                   batch_size=1024, lr=3e-3)
-_SCALE_BOOK = dict(n_tokens=30000, n_eval=4000, layer=15, ctx=64, ns=(512, 1024, 2048, 4096),
-                   ks=(8, 16, 32), n_steps=160, batch_size=1024, auxk=256,
-                   dead_tokens=100000, splice_contexts=32, outlier_factor=8.0)
+_SCALE_BOOK = dict(n_tokens=60000, n_eval=4000, layer=15, ctx=64, ns=(512, 1024, 2048, 4096),
+                   ks=(8, 32, 128), n_steps=140, batch_size=1024, auxk=256,
+                   dead_tokens=100000, splice_contexts=16, outlier_factor=8.0)
 _QUAL_BOOK = dict(n_tokens=30000, n_eval=4000, layer=15, ctx=64, n_latents=4096, k=32,
                   n_steps=300, batch_size=1024, auxk=256, dead_tokens=100000,
-                  test_ks=(8, 16, 32, 64, 128), n_explain=64, ablation_contexts=4,
-                  ablation_positions=(16, 32, 48), ablation_future=8, ablation_latents=32,
+                  test_ks=(8, 16, 32, 64, 128), n_explain=64, ablation_contexts=8,
+                  ablation_positions=(20, 44), ablation_future=8, ablation_latents=16,
                   outlier_factor=8.0)
 
 RUNS = {
@@ -136,12 +137,12 @@ RUNS = {
                   "auxk": 512, "n_steps": 20000, "dead_tokens": 1_000_000},
     },
     "scaling": {
-        "smoke": {**_SCALE_BOOK, "n_tokens": 2048, "n_eval": 512, "ns": (256, 1024),
-                  "ks": (8, 32), "n_steps": 100, "batch_size": 256, "splice_contexts": 4,
+        "smoke": {**_SCALE_BOOK, "n_tokens": 2048, "n_eval": 512, "ns": (256, 512, 1024),
+                  "ks": (8, 32), "n_steps": 60, "batch_size": 256, "splice_contexts": 4,
                   "dead_tokens": 4096},
         "book": _SCALE_BOOK,
         "paper": {**_SCALE_BOOK, "n_tokens": 2_000_000, "n_eval": 50000,
-                  "ns": (2048, 4096, 8192, 16384, 32768), "ks": (8, 16, 32, 64, 128),
+                  "ns": (1024, 2048, 4096, 8192, 16384), "ks": (8, 16, 32, 64, 128),
                   "n_steps": 4000, "batch_size": 4096, "auxk": 512, "dead_tokens": 10_000_000,
                   "splice_contexts": 256, "lr_scale": 1.0},
     },

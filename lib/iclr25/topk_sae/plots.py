@@ -7,7 +7,8 @@ import numpy as np
 
 from ..plotting import paper_figure
 
-__all__ = ["plot_frontier", "plot_refinement", "plot_dead", "plot_scaling"]
+__all__ = ["plot_frontier", "plot_refinement", "plot_dead", "plot_scaling", "plot_law_residuals",
+           "plot_learning_curves"]
 
 
 def plot_frontier(table, *, title="NMSE vs L0: TopK against ReLU + L1"):
@@ -69,3 +70,40 @@ def plot_scaling(table, law=None):
     ax.set_ylabel("normalised MSE")
     ax.legend()
     return paper_figure(fig, "Fig. 5", "NMSE over n and k with the fitted joint law")
+
+
+def plot_law_residuals(table, laws: dict):
+    """The fitted laws' residuals ``log NMSE - log L(n, k)`` against n, one marker per k and one
+    panel per law (``laws``: {name: JointLaw}); a law that fits leaves no trend in n or k."""
+    fig, axes = plt.subplots(1, len(laws), figsize=(4.6 * len(laws), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, (name, law) in zip(axes[0], laws.items()):
+        for k, g in table.groupby("k"):
+            g = g.sort_values("n_latents")
+            r = law.log_residuals(g["n_latents"], g["k"], g["nmse"])
+            ax.plot(g["n_latents"], r, "o-", label=f"k = {k}")
+        ax.axhline(0, color="gray", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("latents n")
+        ax.set_title(f"{name} (rmse {law.rmse_log:.3f})", fontsize="small")
+    axes[0][0].set_ylabel("log NMSE - log fit")
+    axes[0][-1].legend(fontsize="small")
+    return paper_figure(fig, "Fig. 1b / Sec. 3.5", "residuals of the fitted joint law L(n, k)")
+
+
+def plot_learning_curves(curves, k=None):
+    """Held-out NMSE against training tokens, one line per n (at one ``k``; default: the k
+    closest to 32), the convergence check behind the law (frame ``n_latents``, ``k``,
+    ``tokens``, ``nmse``)."""
+    ks = sorted(curves["k"].unique())
+    k = min(ks, key=lambda v: abs(np.log(v / 32))) if k is None else k
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for n, g in curves[curves["k"] == k].groupby("n_latents"):
+        ax.plot(g["tokens"], g["nmse"], "o-", label=f"n = {n}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("held-out normalised MSE")
+    ax.legend(fontsize="small")
+    return paper_figure(fig, "Sec. 3.1 (L(N): trained to convergence)",
+                        f"held-out NMSE over training, k = {k}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["JointLaw", "fit_joint_law", "PAPER_LAW"]
+__all__ = ["JointLaw", "fit_joint_law", "PAPER_LAW", "PAPER_LAW_FULL", "run_grid"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ class JointLaw:
             out = out + np.exp(self.zeta + self.eta * lk)
         return out
 
+    def log_residuals(self, n, k, L) -> np.ndarray:
+        """``log L - log L_fit`` at each point (positive: the law under-predicts the loss)."""
+        return np.log(np.asarray(L, float)) - np.log(self(n, k))
+
     def n_exponent(self, k: float) -> float:
         """d log L / d log n at fixed k (ignoring the irreducible term)."""
         return self.beta_n + self.gamma * float(np.log(k))
@@ -46,8 +50,12 @@ class JointLaw:
         return self.beta_k + self.gamma * float(np.log(n))
 
 
-#: The paper's fitted interaction-law coefficients (Sec. 3.5); alpha is not quoted.
+#: The paper's fitted interaction-law coefficients (GPT-4, Sec. 3.5).
 PAPER_LAW = {"beta_k": 0.26, "beta_n": -0.017, "gamma": -0.042}
+
+#: The paper's full law with the irreducible term, as recalled by our brief (alpha, zeta, eta
+#: could not be checked against the paper's text here; beta_k, beta_n, gamma are those above).
+PAPER_LAW_FULL = {"alpha": -0.50, **PAPER_LAW, "zeta": -1.32, "eta": -0.085}
 
 
 def fit_joint_law(n, k, L, *, irreducible: bool = False) -> JointLaw:
@@ -79,3 +87,48 @@ def fit_joint_law(n, k, L, *, irreducible: bool = False) -> JointLaw:
         law = JointLaw(*map(float, sol.x))
     pred = np.log(law(n, k))
     return JointLaw(**{**law.__dict__, "rmse_log": float(np.sqrt(np.mean((pred - y) ** 2)))})
+
+
+def run_grid(X_train, X_eval, cfg, *, d_model: int | None = None, progress_desc: bool = True):
+    """Train a TopK autoencoder at every (n, k) of ``cfg`` (a :class:`~.configs.ScalingConfig`)
+    and evaluate it on ``X_eval`` at the fractions ``cfg.checkpoint_fracs`` of its training.
+
+    A dictionary of ``n`` latents trains for ``cfg.steps_for(n)`` steps at learning rate
+    ``cfg.lr_scale * default_lr(n)``. Returns ``(grid, curves, saes)``: ``grid`` one row per
+    (n, k) at the end of training (``nmse``, ``l0``, ``dead_fraction``, ``shrinkage``,
+    ``tokens``, ``seconds``, ``gain_last_doubling``: the relative NMSE drop over the last
+    checkpoint interval, a convergence gauge), ``curves`` the held-out NMSE at every checkpoint
+    (``n_latents``, ``k``, ``step``, ``tokens``, ``nmse``), ``saes`` {(n, k): model}. Chapter 06.
+    """
+    import time
+
+    import pandas as pd
+
+    from .metrics import evaluate
+    from .model import TopKSAE
+    from .train import default_lr, train_sae
+
+    d = int(d_model or X_train.shape[1])
+    rows, curves, saes = [], [], {}
+    for n in cfg.ns:
+        for k in cfg.ks:
+            steps = cfg.steps_for(n)
+            marks = sorted({max(1, int(round(f * steps))) for f in cfg.checkpoint_fracs} | {steps})
+            sae = TopKSAE(d, n, k, auxk=cfg.auxk, seed=cfg.seed)
+            curve = []
+            on_ck = lambda step, m: curve.append(
+                {"n_latents": n, "k": k, "step": step, "tokens": step * cfg.batch_size,
+                 "nmse": evaluate(m, X_eval)["nmse"]})
+            t0 = time.perf_counter()
+            train_sae(sae, X_train, n_steps=steps, batch_size=cfg.batch_size,
+                      lr=cfg.lr_scale * default_lr(n), dead_tokens=cfg.dead_tokens,
+                      seed=cfg.seed, desc=f"n={n} k={k}" if progress_desc else None,
+                      checkpoints=marks, on_checkpoint=on_ck)
+            seconds = time.perf_counter() - t0
+            res = evaluate(sae, X_eval)
+            gain = (curve[-2]["nmse"] / curve[-1]["nmse"] - 1.0) if len(curve) > 1 else float("nan")
+            rows.append({"n_latents": n, "k": k, **res, "tokens": steps * cfg.batch_size,
+                         "seconds": seconds, "gain_last_doubling": gain})
+            curves += curve
+            saes[(n, k)] = sae
+    return pd.DataFrame(rows), pd.DataFrame(curves), saes

@@ -260,8 +260,11 @@ def _make_opt(params, lr: float):
 def train_sae(sae: TopKSAE, acts, *, n_steps: int, batch_size: int = 4096, lr: float | None = None,
               dead_tokens: int = 10_000_000, seed: int = 0, log_every: int = 10,
               init_b_pre: bool = True, scale: float | None = None, backend: str | None = None,
-              desc: str | None = "TopK SAE") -> TrainLog:
+              desc: str | None = "TopK SAE", checkpoints=(), on_checkpoint=None) -> TrainLog:
     """Train ``sae`` on ``acts`` (N, d) with the paper's recipe; returns a :class:`TrainLog`.
+
+    ``on_checkpoint(step, sae)`` is called after each step listed in ``checkpoints`` (e.g. to
+    evaluate on held-out data along the way: loss against training tokens).
 
     ``dead_tokens``: a latent that has not fired for this many training tokens counts as dead
     and feeds the AuxK loss (paper: 10M). ``lr=None`` uses :func:`default_lr`. ``scale`` defaults to
@@ -288,6 +291,9 @@ def train_sae(sae: TopKSAE, acts, *, n_steps: int, batch_size: int = 4096, lr: f
     t0 = time.perf_counter()
     it = batches(acts, batch_size, n_steps, seed=seed, device=device)
     buf = None                                      # the (B, n) pre-activations, reused
+    checkpoints = {int(c) for c in checkpoints}
+    if checkpoints and on_checkpoint is None:
+        raise ValueError("checkpoints given without on_checkpoint")
     for step, x in enumerate(progress(it, total=n_steps, desc=desc), start=1):
         dead = since >= dead_tokens
         if buf is None or buf.shape[0] != x.shape[0]:
@@ -306,6 +312,8 @@ def train_sae(sae: TopKSAE, acts, *, n_steps: int, batch_size: int = 4096, lr: f
             log.fvu.append(stats["fvu"])
             log.aux.append(stats["aux"])
             log.dead_fraction.append(float((since >= dead_tokens).float().mean()))
+        if step in checkpoints:
+            on_checkpoint(step, sae)
     log.seconds = time.perf_counter() - t0
     log.tokens_since_fired = since
     return log
