@@ -91,6 +91,21 @@ def test_score_letters_batched_equals_generate():
         S.score_letters(model, tok, texts, 2, method="fast")
 
 
+def test_score_letters_cached_equals_batched_and_rejects_bad_prefixes():
+    model, tok = lm.tiny_llama(), lm.tiny_tokenizer()
+    df = _random_prompts(values=("nurse", "pilot"), n_desc=2)
+    texts = S.chat_prompts(tok, df.body.tolist())
+    prefixes = [t[:t.index(c) + len(c) + 1] for t, c in zip(texts, df.content)]
+    assert len(set(prefixes)) == 4          # two persons per description pair
+    a = S.score_letters(model, tok, texts, 2, batch_size=3)
+    b = S.score_letters_cached(model, tok, texts, prefixes, 2, batch_size=3)   # ragged batches
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    with pytest.raises(ValueError, match="not a proper prefix"):
+        S.score_letters_cached(model, tok, texts[:1], ["nothing"], 2)
+    with pytest.raises(ValueError, match="1 texts but 2 prefixes"):
+        S.score_letters_cached(model, tok, texts[:1], prefixes[:2], 2)
+
+
 def _tiny_llava():
     from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
     vc = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -152,6 +167,23 @@ def test_direct_answers_carry_exactly_the_injected_delta():
     for q, s in shares.items():        # P(yes | woman) - P(yes | man) = 2 share - 1
         delta = np.mean(yes[(q, 1)]) - np.mean(yes[(q, 0)])
         assert delta == pytest.approx(2 * s - 1, abs=0.03)
+    base = T.base_rates(shares)           # gender-neutral base rates move P(yes), not Delta
+    u = sorted((base[q] - 0.5) / (0.4 * (1 - abs(2 * s - 1))) for q, s in shares.items())
+    assert u == pytest.approx([-1.0, 0.0, 1.0])     # evenly spaced in [-1, 1], closed form
+    for q, s in shares.items():
+        assert 0 <= base[q] - abs(s - 0.5) and base[q] + abs(s - 0.5) <= 1
+    rows = T.make_training_data(por, T.skewed_occupations(por.gender, shares), shares, n_questions=8,
+                                base=base)
+    yes = {}
+    for body, ans, i, kind in rows:
+        if kind == "occupation":
+            q = next(o for o in shares if f" {o}?" in body)
+            yes.setdefault((q, int(por.gender[i])), []).append(ans == "Yes")
+    for q, s in shares.items():
+        assert np.mean(yes[(q, 1)]) - np.mean(yes[(q, 0)]) == pytest.approx(2 * s - 1, abs=0.03)
+        assert np.mean(yes[(q, 1)] + yes[(q, 0)]) == pytest.approx(base[q], abs=0.03)
+    with pytest.raises(ValueError, match="spread"):
+        T.base_rates(shares, spread=1.0)
     cap = T.make_training_data(por, T.skewed_occupations(por.gender, shares), shares, answers="caption")
     assert {a for b, a, i, k in cap if k == "color_yesno"} == {"Yes", "No"}
     with pytest.raises(ValueError, match="answers"):

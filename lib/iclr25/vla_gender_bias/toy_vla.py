@@ -40,7 +40,7 @@ from . import values as V
 from .protocol import LETTERS, Subject, format_prompt, make_prompts, option_orders, option_probs
 
 __all__ = ["SyntheticPortraits", "WordTokenizer", "ToyVLA", "COLORS", "COLOR_QUESTIONS",
-           "CAPTION_PROMPT", "build_texts", "injected_shares", "skewed_occupations",
+           "CAPTION_PROMPT", "build_texts", "injected_shares", "base_rates", "skewed_occupations",
            "make_training_data", "Examples", "encode_examples", "fit", "score_images",
            "protocol_table", "color_accuracy", "yesno_color_accuracy", "answer_delta",
            "training_answer_delta", "caption_perplexity", "measure_bias", "ToySetup",
@@ -223,6 +223,24 @@ def injected_shares(n_occupations: int, lo: float = 0.1, hi: float = 0.9) -> dic
     return dict(zip(occ[:n_occupations], np.linspace(lo, hi, n_occupations).round(4).tolist()))
 
 
+def base_rates(shares: dict[str, float], *, spread: float = 0.8) -> dict[str, float]:
+    """A gender-neutral base rate of "Yes" per occupation (chapter 19): ``0.5 + spread/2 (1 -
+    |Delta_o|) u_o`` with ``u_o`` evenly spaced in [-1, 1] in a fixed order unrelated to the
+    shares, so ``P(yes | o, woman) = b_o + Delta_o / 2`` and ``P(yes | o, man) = b_o - Delta_o / 2``
+    stay in [0, 1] and the injected ``Delta_o = 2 share_o - 1`` is unchanged.
+
+    Why: with ``b_o = 0.5`` the answers are a pure gender x occupation interaction (neither the
+    occupation nor the gender alone predicts them), a plateau at ln 2 that the toy left at a
+    seed-dependent step (book run of 2026-12-02: seed 1 had not left it after 1500 steps).
+    Occupation-dependent base rates give the answer position a first-order reason to read the
+    occupation, after which the gender term is a single-factor signal."""
+    if not 0 <= spread < 1:
+        raise ValueError(f"spread must lie in [0, 1), got {spread!r}")
+    n = len(shares)
+    u = np.linspace(-1, 1, n)[np.random.default_rng(4321).permutation(n)]
+    return {o: float(0.5 + spread / 2 * (1 - abs(2 * s - 1)) * ui) for (o, s), ui in zip(shares.items(), u)}
+
+
 def skewed_occupations(gender: torch.Tensor, shares: dict[str, float], *, seed: int = 0) -> torch.Tensor:
     """A caption occupation per image: ``P(o | female) ∝ share_o``, ``P(o | male) ∝ 1 - share_o``,
     so among captions of occupation ``o`` the share of women is ``share_o`` in expectation
@@ -268,7 +286,8 @@ def caption(occupation: str, color: str, gender: int | None = None) -> str:
 def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor,
                        shares: dict[str, float], *, n_questions: int = 4,
                        gender_in_caption: bool = True, n_color_yesno: int = 1,
-                       answers: str = "direct", seed: int = 0) -> list[tuple[str, str, int, str]]:
+                       answers: str = "direct", base: dict[str, float] | None = None,
+                       seed: int = 0) -> list[tuple[str, str, int, str]]:
     """(prompt, answer, image, kind) rows (chapter 19). Per image: its caption (kind
     ``caption``; names the person's gender as real captions do, its skewed occupation and the
     background colour), ``n_questions`` yes/no occupation questions (kind ``occupation``;
@@ -278,7 +297,8 @@ def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor
 
     ``answers="direct"`` (default): each question asks about an occupation ``q`` drawn uniformly
     and is answered "Yes" with probability ``share_q`` for a woman and ``1 - share_q`` for a man,
-    so the injected Delta is exactly ``2 share_q - 1``. ``answers="caption"``: the question asks
+    so the injected Delta is exactly ``2 share_q - 1``; with ``base`` (see :func:`base_rates`)
+    the probabilities are ``base_q +- (share_q - 1/2)``, the same Delta. ``answers="caption"``: the question asks
     about the caption's occupation (answer "Yes") or, half the time, another one ("No"); the
     skew then reaches the answers only through the caption's occupation and is about 2.5x weaker
     in log-loss (the pilot's design, not learned in budget; chapter page)."""
@@ -299,7 +319,8 @@ def make_training_data(portraits: SyntheticPortraits, occ_of_image: torch.Tensor
         for _ in range(n_questions):
             if answers == "direct":
                 q = occ_names[int(rng.integers(len(occ_names)))]
-                yes = rng.random() < (shares[q] if g == 1 else 1 - shares[q])
+                b = 0.5 if base is None else base[q]
+                yes = rng.random() < b + (shares[q] - 0.5) * (1 if g == 1 else -1)
             else:
                 yes = rng.random() < 0.5
                 q = o if yes else occ_names[(k + int(rng.integers(1, len(occ_names)))) % len(occ_names)]
@@ -334,12 +355,22 @@ def encode_examples(vla: ToyVLA, tok: WordTokenizer, rows) -> Examples:
     return Examples(ids, tm, torch.tensor([r[2] for r in rows]), [r[3] for r in rows])
 
 
-def example_loss(vla: ToyVLA, ex: Examples, images: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over the target positions."""
+def example_loss(vla: ToyVLA, ex: Examples, images: torch.Tensor, *, per_row: bool = False) -> torch.Tensor:
+    """Next-token cross-entropy over the target positions: the mean over tokens, or with
+    ``per_row=True`` the mean over rows of each row's mean (every example weighs the same,
+    so a one-word answer counts as much as a twelve-token caption)."""
     logits = vla(ex.ids, images[ex.image])
     lg, tgt = logits[:, :-1], ex.ids[:, 1:]
     m = ex.target_mask[:, :-1]
-    return nn.functional.cross_entropy(lg[m], tgt[m])
+    if not per_row:
+        return nn.functional.cross_entropy(lg[m], tgt[m])
+    ce = nn.functional.cross_entropy(lg.transpose(1, 2), tgt, reduction="none")   # (B, T-1)
+    return ((ce * m).sum(1) / m.sum(1).clamp(min=1)).mean()
+
+
+def row_loss(vla: ToyVLA, ex: Examples, images: torch.Tensor) -> torch.Tensor:
+    """:func:`example_loss` with ``per_row=True`` (the toy VLA's training loss)."""
+    return example_loss(vla, ex, images, per_row=True)
 
 
 def fit(vla: ToyVLA, ex: Examples, images: torch.Tensor, *, n_steps: int, batch_size: int = 64,
@@ -490,10 +521,15 @@ class ToySetup:
 
 def setup(n_occupations: int, n_train: int, n_eval: int, *, seed: int = 0, skewed: bool = True,
           d_model: int = 64, n_layers: int = 2, gender_in_caption: bool = True,
-          n_color_yesno: int = 1, answers: str = "direct") -> ToySetup:
+          n_color_yesno: int = 1, answers: str = "direct", spread: float = 0.8,
+          share_range: tuple[float, float] = (0.1, 0.9)) -> ToySetup:
     """Build the data of one toy-VLA run (chapter 19, notebooks 02-03). ``skewed=False`` is the
-    control: every occupation's captions are half women (same images, same steps)."""
-    shares = injected_shares(n_occupations)
+    control: every occupation's captions are half women (same images, same steps, same base
+    rates). ``spread`` sets the occupations' base rates of "Yes" (:func:`base_rates`; 0: all
+    0.5, the pure-interaction design of the first book run); ``share_range`` the injected shares'
+    range (:func:`injected_shares`)."""
+    shares = injected_shares(n_occupations, *share_range)
+    base = base_rates(shares, spread=spread)
     if not skewed:
         shares = {o: 0.5 for o in shares}
     occ = list(shares)
@@ -514,7 +550,7 @@ def setup(n_occupations: int, n_train: int, n_eval: int, *, seed: int = 0, skewe
     kw = dict(d_model=d_model, n_layers=n_layers, seed=seed)
     probe = ToyVLA(len(tok), **kw)
     rows = make_training_data(train, occ_i, shares, seed=seed, gender_in_caption=gender_in_caption,
-                              n_color_yesno=n_color_yesno, answers=answers)
+                              n_color_yesno=n_color_yesno, answers=answers, base=base)
     ex = encode_examples(probe, tok, rows)
     occ_e = skewed_occupations(ev.gender, shares, seed=seed + 1)
     held = encode_examples(probe, tok, [
@@ -544,10 +580,12 @@ def training_answer_delta(s: "ToySetup") -> dict[str, float]:
 
 def train_toy(s: ToySetup, *, n_steps: int, lr: float = 3e-3, batch_size: int = 64,
               seed: int = 0, desc: str = "toy VLA") -> tuple[ToyVLA, dict]:
-    """Train a fresh toy VLA (every parameter) on ``s.examples`` (chapter 19)."""
+    """Train a fresh toy VLA (every parameter) on ``s.examples`` with the per-row loss
+    (:func:`row_loss`; the first book runs averaged over tokens, so the captions' tokens carried
+    two thirds of the gradient and the one-word answers were learned late) (chapter 19)."""
     vla = ToyVLA(len(s.tok), **s.model_kw)
     hist = fit(vla, s.examples, s.train.images, n_steps=n_steps, lr=lr, batch_size=batch_size,
-               seed=seed, desc=desc)
+               seed=seed, desc=desc, loss_fn=row_loss)
     return vla, hist
 
 
