@@ -114,12 +114,12 @@ _DEAD_BOOK = dict(n_tokens=40000, d_model=64, n_features=2048, mean_active=8.0,
                   n_multiples=(4, 16, 32), k=8, auxk=128, dead_tokens=20000, n_steps=800,
                   batch_size=1024, lr=3e-3)
 _SCALE_BOOK = dict(n_tokens=60000, n_eval=4000, layer=15, ctx=64, ns=(512, 1024, 2048, 4096),
-                   ks=(8, 32), n_steps=100, batch_size=1024, auxk=256,
-                   dead_tokens=100000, splice_contexts=16, outlier_factor=8.0)
-_QUAL_BOOK = dict(n_tokens=30000, n_eval=4000, layer=15, ctx=64, n_latents=4096, k=32,
-                  n_steps=300, batch_size=1024, auxk=256, dead_tokens=100000,
-                  test_ks=(8, 16, 32, 64, 128), n_explain=64, ablation_contexts=8,
-                  ablation_positions=(20, 44), ablation_future=8, ablation_latents=16,
+                   ks=(8, 32), n_steps=70, batch_size=1024, auxk=256,
+                   dead_tokens=100000, splice_contexts=8, outlier_factor=8.0)
+_QUAL_BOOK = dict(n_tokens=30000, n_eval=4000, layer=15, ctx=64, n_latents=2048, k=32,
+                  n_steps=250, batch_size=1024, auxk=256, dead_tokens=100000,
+                  test_ks=(8, 16, 32, 64, 128), n_explain=64, ablation_contexts=10,
+                  ablation_positions=(32,), ablation_future=8, ablation_latents=8,
                   outlier_factor=8.0)
 
 RUNS = {
