@@ -337,3 +337,24 @@ def test_robustness_eval_splits_the_batched_generations(tiny, monkeypatch):
     assert out == {"none": 0.5, "templates": 0.5, "GCG-lite": 1.0, "RFA": 0.5,
                    "over-refusal (harmless)": 0.5}
     assert seen == [4 + 8 + 2 + 2, 4]
+
+
+def test_sft_cache_key_holds_the_training_code(tmp_path, monkeypatch):
+    """The SFT adapters' cache path changes with the config, with SFT_CACHE_VERSION and with the
+    source of the training loop / data (a hash of training.py and data.py), so cached adapters
+    are never reused after the code that trains them changed."""
+    import hashlib
+    from pathlib import Path
+
+    from iclr25.refat import pipeline
+    monkeypatch.setenv("ICLR25_RUNS_DIR", str(tmp_path))
+    cfg = R.configs.training("smoke").sft
+    p0 = pipeline.cache_path(cfg)
+    assert p0.parent == tmp_path / "08-refat" and p0 == pipeline.cache_path(cfg)
+    h = hashlib.sha256()
+    for f in (R.training.__file__, R.data.__file__):
+        h.update(Path(f).read_bytes())
+    assert pipeline.sft_code_version() == f"{pipeline.SFT_CACHE_VERSION}-{h.hexdigest()[:12]}"
+    assert pipeline.cache_path(cfg.__class__(**{**cfg.__dict__, "lr": cfg.lr * 2})) != p0
+    monkeypatch.setattr(pipeline, "SFT_CACHE_VERSION", pipeline.SFT_CACHE_VERSION + 1)
+    assert pipeline.cache_path(cfg) != p0

@@ -108,15 +108,16 @@ _ATT = {
                   n_random=1000, max_new_tokens=16),
 }
 _TRAIN = {
-    "smoke": dict(n_dir=8, n_dir_eval=8, n_rows=12, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=6,
+    "smoke": dict(n_dir=8, n_dir_eval=8, n_rows=12, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=4,
                   lr=1e-3, seeds=(0,), n_eval=4, templates=("override",), at_steps=1, gcg_iters=1,
                   gcg_cands=4, suffix_len=6, max_new_tokens=6),
-    # book: 20 steps (the 30 of the first run took 608 s in all; the smoke pilot's 6 steps already
-    # gave ReFAT full refusal under RFA), two templates (none of the four jailbreaks the SFT model
-    # in 02), 3 seeds because the RT-vs-ReFAT claims are stated across seeds
-    "book": dict(n_dir=16, n_dir_eval=32, n_rows=96, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=20,
+    # book: 12 steps (30 steps took 608 s in all and 20 steps 521 s on one thread; the smoke
+    # pilot's 6 steps already gave ReFAT full refusal under RFA), replies of 8 tokens (the refusal
+    # phrases open the reply), two templates (none of the four jailbreaks the SFT model in 02),
+    # 3 seeds because the RT-vs-ReFAT claims are stated across seeds
+    "book": dict(n_dir=16, n_dir_eval=32, n_rows=96, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=12,
                  lr=1e-3, seeds=(0, 1, 2), n_eval=16, templates=("override", "novel"), at_steps=2,
-                 gcg_iters=3, gcg_cands=8, suffix_len=8, max_new_tokens=10),
+                 gcg_iters=3, gcg_cands=8, suffix_len=8, max_new_tokens=8),
     "paper": dict(n_dir=32, n_dir_eval=32, n_rows=96, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=200,
                   lr=1e-3, seeds=(0, 1, 2), n_eval=24, templates=("override", "novel", "prefix", "persona"),
                   at_steps=4, gcg_iters=20, gcg_cands=16, suffix_len=8, max_new_tokens=16),

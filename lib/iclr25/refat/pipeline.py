@@ -17,16 +17,34 @@ from .configs import SFTConfig
 from .data import PromptSet, make_dataset
 from .training import prepare, train_refusal
 
-__all__ = ["LORA_TARGETS", "cache_path", "aligned_model", "add_adapters", "adapters_off", "reset_to_sft",
+__all__ = ["LORA_TARGETS", "cache_path", "sft_code_version", "SFT_CACHE_VERSION", "aligned_model", "add_adapters", "adapters_off", "reset_to_sft",
            "refusal_eval", "model_feature", "gcg_suffixes", "gcg_code_version", "GCG_CACHE_VERSION",
            "cached_feature", "robustness_eval"]
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
+SFT_CACHE_VERSION = 1   # bump when something outside training.py and data.py changes the SFT model
+
+
+def sft_code_version() -> str:
+    """A version of the refusal-SFT code for cache keys (chapter 08): :data:`SFT_CACHE_VERSION`
+    and a hash of the sources that decide the trained adapters (``training.py``, the loop and
+    loss; ``data.py``, the prompts and targets), so editing them invalidates cached adapters."""
+    import hashlib
+
+    from . import data, training
+
+    h = hashlib.sha256()
+    for mod in (training, data):
+        h.update(Path(mod.__file__).read_bytes())
+    return f"{SFT_CACHE_VERSION}-{h.hexdigest()[:12]}"
+
+
 def cache_path(cfg: SFTConfig) -> Path:
-    """Where the SFT adapters of ``cfg`` are cached: ``runs/08-refat/sft-<key>.safetensors``."""
-    return paths.runs_dir() / "08-refat" / f"sft-{cfg.key()}.safetensors"
+    """Where the SFT adapters of ``cfg`` are cached:
+    ``runs/08-refat/sft-<config key>-<code version>.safetensors`` (:func:`sft_code_version`)."""
+    return paths.runs_dir() / "08-refat" / f"sft-{cfg.key()}-{sft_code_version()}.safetensors"
 
 
 def add_adapters(model, cfg: SFTConfig):
