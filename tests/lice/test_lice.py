@@ -429,3 +429,43 @@ def test_protocol_parameter_errors():
     with pytest.raises(ValueError, match="valid"):
         L.prepare_config(L.config("cf", "smoke", dataset="mnist"))
     assert L.config("cf", "book").hidden == (20, 10) and L.config("cf", "book").n_factuals >= 20
+
+
+# ------------------------------------------------- deterministic budgets (issue 32, rerun)
+def _credit_small():
+    d = L.load_credit()
+    return L.prepare(d, hidden=(8,), n_epochs=5, seed=0)
+
+
+def test_two_solves_with_the_same_settings_give_the_identical_result():
+    """With a node budget that stops SCIP early (so the incumbent depends on the search path),
+    two runs with the same settings return bit-identical counterfactuals and statistics."""
+    p = _credit_small()
+    lice = L.LiCE(p.spn, p.mlp, p.handler)
+    x0 = p.data.X.iloc[[p.test[0]]].reset_index(drop=True)
+    runs = [lice.explain(x0, mode="optimize", n=3, node_limit=3, seed=0) for _ in range(2)]
+    a, b = runs
+    assert a.found and not all(a.stats["optimal"])  # the node limit did bind
+    np.testing.assert_array_equal(a.encoded, b.encoded)
+    for k in ("objective", "nodes", "status", "optimal", "mio_ll"):
+        assert a.stats[k] == b.stats[k], k
+    assert all(nd <= 3 for nd in a.stats["nodes"]) and not a.stats["hit_time_limit"]
+    # the whole protocol: every column but the timings is identical
+    rows = [L.run_methods(p, p.test[:2], ["MIO", "LiCE (optimize)"], n_cf=2, node_limit=3)
+            for _ in range(2)]
+    keep = [c for c in rows[0].columns if c not in ("time", "cpu", "build_time")]
+    pd.testing.assert_frame_equal(rows[0][keep], rows[1][keep])
+    assert not rows[0]["hit_time_limit"].any()
+
+
+def test_node_limit_errors_and_safety_net():
+    with pytest.raises(ValueError, match="node_limit"):
+        mio.new_model(node_limit=0)
+    with pytest.raises(ValueError, match="lp_iterlim"):
+        mio.new_model(lp_iterlim=0)
+    m = mio.new_model(node_limit=7, lp_iterlim=50)
+    assert m.getParam("limits/nodes") == 7 and m.getParam("lp/iterlim") == 50
+    assert m.getParam("parallel/maxnthreads") == 1
+    X, y, h, mlp, spn = tiny_problem()
+    ex = L.LiCE(spn, mlp, h).explain(X.iloc[[0]], mode="optimize", n=2, time_limit=1e-3)
+    assert ex.stats["hit_time_limit"]

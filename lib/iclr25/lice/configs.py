@@ -32,7 +32,10 @@ class CFConfig:
     max_bins: int = 10
     alpha: float = 0.1              # LiCE optimize (paper: 0.1)
     n_cf: int = 10                  # counterfactuals per factual, most likely valid one reported (paper: 10)
-    time_limit: float = 3.0         # SCIP CPU s for all n_cf of one factual and method (paper: Gurobi, 120 s)
+    node_limit: int | None = 40     # SCIP branch-and-bound nodes for all n_cf solves of one factual and method
+                                    # (deterministic; None: each solve to optimality; paper: Gurobi, 120 s)
+    separating: str = "fast"        # SCIP cutting-plane effort ("fast", "off", "default")
+    time_limit: float = 120.0       # SCIP CPU s per factual and method: only a safety net, never hit in book
     n_dice: int = 10                # DiCE counterfactuals before SPN selection (paper: 10)
     methods: tuple = ("MIO", "LiCE (optimize)", "LiCE (median)", "DiCE (+spn)", "NN (FACE-like)")
     seed: int = 0
@@ -49,7 +52,8 @@ class TradeoffConfig:
     hidden: tuple = (20, 10)
     n_epochs: int = 50
     min_instances_slice: int = 200
-    time_limit: float = 10.0
+    node_limit: int | None = 5000   # SCIP nodes per solve (deterministic); the front's check uses optimal solves
+    time_limit: float = 120.0       # SCIP CPU s per solve: only a safety net
     features: tuple | None = None         # a subset of the credit features (None: all 20)
     seed: int = 0
 
@@ -65,20 +69,21 @@ CONFIGS = {
         "paper": dict(n_rows=5000, n_points=1000, n_mio_points=200, grid=100),
     }),
     "cf": (CFConfig, {
-        "smoke": dict(n_factuals=3, n_epochs=20, time_limit=1.0, n_dice=4, n_train_adult=1000,
+        "smoke": dict(n_factuals=3, n_epochs=20, node_limit=10, n_dice=4, n_train_adult=1000,
                       methods=("MIO", "LiCE (optimize)", "DiCE (+spn)", "NN (FACE-like)")),
-        "book": dict(n_factuals=20, time_limit=3.0),
-        "paper": dict(n_factuals=200, n_train_adult=24000, time_limit=120.0,
+        "book": dict(n_factuals=20, node_limit=40),
+        "paper": dict(n_factuals=200, n_train_adult=24000, node_limit=None, separating="default",
+                      time_limit=1200.0,
                       methods=("MIO", "LiCE (optimize)", "LiCE (quartile)", "LiCE (sample)",
                                "LiCE (median)", "DiCE (+spn)", "NN (FACE-like)")),
     }),
     "tradeoff": (TradeoffConfig, {
         "smoke": dict(n_factuals=2, alphas=(0.0, 0.03, 0.1), quantiles=(0.25, 0.5), slices=(400, 150),
-                      widths=(4, 8), hidden=(8,), n_epochs=30, time_limit=3.0, features=_FEATURES8),
+                      widths=(4, 8), hidden=(8,), n_epochs=30, node_limit=2000, features=_FEATURES8),
         "book": dict(n_factuals=6, alphas=(0.0, 0.03, 0.1, 0.3), quantiles=(0.1, 0.25, 0.5, 0.75),
-                     hidden=(10,), time_limit=4.0, widths=(5, 10, 20), features=_FEATURES8),
+                     hidden=(10,), node_limit=5000, widths=(5, 10, 20), features=_FEATURES8),
         "paper": dict(n_factuals=50, slices=(1000, 500, 200, 100), widths=(10, 20, 40, 80),
-                      time_limit=120.0),
+                      node_limit=None, time_limit=1200.0),
     }),
 }
 

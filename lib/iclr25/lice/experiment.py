@@ -74,16 +74,20 @@ def _select(p: Prepared, x0: pd.DataFrame, cfs: pd.DataFrame, target: int) -> tu
 
 
 def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = METHODS, *,
-                alpha: float = 0.1, time_limit: float = 10.0, n_cf: int = 1, n_dice: int = 10,
-                seed: int = 0, progress=None) -> pd.DataFrame:
+                alpha: float = 0.1, node_limit: int | None = None, lp_iterlim: int | None = None,
+                time_limit: float = 600.0, separating: str = "fast", n_cf: int = 1,
+                n_dice: int = 10, seed: int = 0, progress=None) -> pd.DataFrame:
     """Run ``methods`` on the test rows ``factuals``; one row per (method, factual).
 
     The paper's protocol: each method produces up to ``n_cf`` counterfactuals (MIO / LiCE: the
-    ``n_cf`` best discrete patterns by re-solving with no-good cuts, within ``time_limit`` SCIP
-    CPU seconds for all of them; DiCE: ``n_dice``), and the **valid one with the highest exact
-    SPN log-likelihood** is reported. Columns: the metrics of
-    :func:`~iclr25.lice.evaluate` for the reported one, ``found``, ``n_cf`` (how many came
-    back), ``time`` (wall seconds), ``cpu`` (SCIP seconds), solver statistics, and
+    ``n_cf`` best discrete patterns by re-solving with no-good cuts, each solve within
+    ``node_limit`` branch-and-bound nodes and ``lp_iterlim`` simplex iterations per LP -- a
+    deterministic budget, see :meth:`~iclr25.lice.LiCE.explain`; ``time_limit`` SCIP CPU
+    seconds for all of them is only a safety net, recorded in ``hit_time_limit``; DiCE:
+    ``n_dice``), and the **valid one with the highest exact SPN log-likelihood** is reported.
+    Columns: the metrics of :func:`~iclr25.lice.evaluate` for the reported one, ``found``,
+    ``n_cf`` (how many came back), ``time`` (wall seconds), ``cpu`` (SCIP seconds), ``nodes``
+    (branch-and-bound nodes over all solves), solver statistics, and
     ``spn_gap`` = exact LL - the SPN's max-approximation at the decoded counterfactual (what
     the MIP's sum-as-max encoding loses there; >= 0 by construction)."""
     bad = [m for m in methods if m not in METHODS]
@@ -100,7 +104,7 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
         x0 = d.X.iloc[[i]].reset_index(drop=True)
         target = int(predict_logit(p.mlp, h.encode(x0))[0] <= 0)
         info = {"status": "", "optimal": np.nan, "n_optimal": np.nan, "mio_ll": np.nan,
-                "cpu": np.nan, "build_time": np.nan}
+                "cpu": np.nan, "build_time": np.nan, "nodes": np.nan, "hit_time_limit": False}
         t0 = time.perf_counter()
         if method.startswith("MIO") or method.startswith("LiCE"):
             if method == "MIO":
@@ -115,13 +119,15 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
                 else:
                     theta = p.thresholds[which]
                 kw = dict(mode="threshold", theta=theta)
-            ex = lice.explain(x0, target, n=n_cf, time_limit=time_limit, seed=seed, **kw)
+            ex = lice.explain(x0, target, n=n_cf, node_limit=node_limit, lp_iterlim=lp_iterlim,
+                              time_limit=time_limit, seed=seed, separating=separating, **kw)
             cfs = ex.counterfactuals
             st = ex.stats
-            info = {"status": st["status"][0] if st["status"] else "timelimit",
+            info = {"status": st["status"][0] if st["status"] else "not run",
                     "optimal": bool(st["optimal"][0]) if st["optimal"] else False,
                     "n_optimal": int(sum(st["optimal"])), "mio_ll": np.nan,
-                    "cpu": st["solve_time"], "build_time": st["build_time"]}
+                    "cpu": st["solve_time"], "build_time": st["build_time"],
+                    "nodes": int(sum(st["nodes"])), "hit_time_limit": bool(st["hit_time_limit"])}
         elif method == "DiCE (+spn)":
             cfs, _ = dice_counterfactuals(h, p.mlp, p.spn, Xtr, ytr, x0, target, n=n_dice,
                                           seed=seed, keep="all")

@@ -81,14 +81,22 @@ class LiCE:
 
     def explain(self, x0: pd.DataFrame, target: int | None = None, *, mode: str = "optimize",
                 alpha: float = 0.1, theta: float | None = None, n: int = 1,
-                time_limit: float = 60.0, seed: int = 0) -> Explanation:
+                node_limit: int | None = None, lp_iterlim: int | None = None,
+                time_limit: float = 600.0, seed: int = 0, separating: str = "fast") -> Explanation:
         """Counterfactuals for the one-row frame ``x0`` towards class ``target`` (default: the
         class the classifier does not predict). See the module docstring for the modes.
 
         ``n`` counterfactuals come from ``n`` solves, each adding a no-good cut on the previous
-        discrete pattern (and, after an optimal solve, the bound objective >= its optimum);
-        ``time_limit`` is the SCIP CPU-second budget for all of them together, so fewer than
-        ``n`` come back when it runs out (``stats["optimal"]`` says which were proven optimal)."""
+        discrete pattern (and, after an optimal solve, the bound objective >= its optimum).
+        The budget is deterministic: ``node_limit`` branch-and-bound nodes for all ``n`` solves
+        together (``None``: solve each to optimality; each solve may use what the previous ones
+        left, so fewer than ``n`` come back when it runs out), with at most ``lp_iterlim``
+        simplex iterations per LP; a solve the limit stops returns its best incumbent
+        (``stats["optimal"]`` says which were proven optimal, ``stats["nodes"]`` how many nodes
+        each took). The same call gives the same result on any machine and under any load.
+        ``time_limit`` (SCIP CPU seconds for all ``n`` solves) is only a safety net; when it
+        stops a solve, the result depends on the machine, and ``stats["hit_time_limit"]`` is
+        True. ``separating``: SCIP's cutting-plane effort (see :func:`~iclr25.lice.mio.new_model`)."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; valid: {MODES}")
         if mode != "mio" and self.spn is None:
@@ -106,7 +114,8 @@ class LiCE:
         if target not in (0, 1):
             raise ValueError(f"target must be 0 or 1, got {target}")
         t0 = time.perf_counter()
-        m = mio.new_model(time_limit, seed)
+        m = mio.new_model(time_limit, seed, node_limit=node_limit, lp_iterlim=lp_iterlim,
+                          separating=separating)
         fv = mio.encode_features(m, e0, h)
         groups = [info["cols"] if info["kind"] == "cat" else info["cols"][1:]
                   for info in h.info.values() if info["kind"] in ("cat", "mixed")]
@@ -127,18 +136,27 @@ class LiCE:
         build = time.perf_counter() - t0
         rows, stats = [], {"mode": mode, "target": target, "build_time": build, "solve_time": 0.0,
                            "status": [], "optimal": [], "mio_ll": [], "cost": [], "objective": [],
-                           "gap": []}
-        spent = 0.0  # SCIP CPU seconds over all solves: the budget ``time_limit`` is for all n
+                           "gap": [], "nodes": [], "hit_time_limit": False}
+        spent = 0.0  # SCIP CPU seconds over all solves: the safety net ``time_limit`` is for all n
         for k in range(n):
             left = time_limit - spent
             if left <= 0.01:
+                stats["hit_time_limit"] = True
                 break
+            if node_limit is not None:
+                nodes_left = node_limit - sum(stats["nodes"])
+                if nodes_left < 1:
+                    break
+                mio.set_node_limit(m, nodes_left)
             m.setParam("limits/time", left)
             m.optimize()
             st = m.getStatus()
             spent += m.getSolvingTime()
             stats["solve_time"] = spent
             stats["status"].append(st)
+            stats["nodes"].append(int(m.getNTotalNodes()))
+            if st == "timelimit":
+                stats["hit_time_limit"] = True
             if m.getNSols() == 0:
                 break
             sol = m.getBestSol()

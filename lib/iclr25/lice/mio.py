@@ -21,7 +21,7 @@ from pyscipopt import Model, quicksum
 from .features import DataHandler
 from .spn import SPN, Leaf, Product, Sum, VARIANTS
 
-__all__ = ["FeatureVars", "new_model", "encode_features", "encode_relu_mlp", "encode_spn",
+__all__ = ["FeatureVars", "new_model", "set_node_limit", "encode_features", "encode_relu_mlp", "encode_spn",
            "spn_value_at", "mlp_layers"]
 
 EPS_CHANGE = 1e-4   # minimal change that counts as an increase (causal rules)
@@ -29,12 +29,20 @@ EPS_BIN = 1e-6      # half-open histogram bins (LiCE.MIO_EPS)
 
 
 def new_model(time_limit: float | None = None, seed: int = 0, verbose: bool = False,
-              presolve: bool = False, separating: str = "fast") -> Model:
-    """A fresh SCIP model with a time limit (CPU seconds) and a seed. Presolving is off by
-    default: on these models it costs more time than it saves (measured in notebook 14/03's
-    setup). ``separating`` ("default", "fast", "off"): SCIP's cutting-plane effort; "fast" cut the
-    median solve of LiCE (optimize) on credit with the [20, 10] MLP from 3.6 s to 2.5 s and of
-    MIO from 1.7 s to 0.4 s (our measurement, chapter 14's rerun)."""
+              presolve: bool = False, separating: str = "fast", node_limit: int | None = None,
+              lp_iterlim: int | None = None) -> Model:
+    """A fresh single-threaded SCIP model with a fixed seed (``randomization/randomseedshift``).
+
+    Limits that a result may depend on are deterministic: ``node_limit`` (branch-and-bound nodes,
+    ``limits/nodes`` and ``limits/totalnodes``) and ``lp_iterlim`` (simplex iterations per LP
+    solve, ``lp/iterlim``). With the same model, settings and SCIP build, a solve returns the
+    same solution on any machine and under any load. ``time_limit`` (CPU seconds,
+    ``limits/time``) is meant only as a safety net: when it is hit the result depends on the
+    machine, and callers record that (status ``"timelimit"``). Presolving is off by default: on
+    these models it costs more time than it saves (measured in notebook 14/03's setup).
+    ``separating`` ("default", "fast", "off"): SCIP's cutting-plane effort; "fast" cut the median
+    solve of LiCE (optimize) on credit with the [20, 10] MLP from 3.6 s to 2.5 s and of MIO from
+    1.7 s to 0.4 s (our measurement, chapter 14's rerun)."""
     from pyscipopt import SCIP_PARAMSETTING
     settings = {"default": SCIP_PARAMSETTING.DEFAULT, "fast": SCIP_PARAMSETTING.FAST,
                 "off": SCIP_PARAMSETTING.OFF}
@@ -47,14 +55,32 @@ def new_model(time_limit: float | None = None, seed: int = 0, verbose: bool = Fa
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
         m.setParam("limits/time", float(time_limit))
+    set_node_limit(m, node_limit)
+    if lp_iterlim is not None:
+        if lp_iterlim < 1:
+            raise ValueError(f"lp_iterlim must be a positive integer, got {lp_iterlim}")
+        m.setParam("lp/iterlim", int(lp_iterlim))
+        m.setParam("lp/rootiterlim", int(lp_iterlim))
     m.setParam("randomization/randomseedshift", int(seed))
+    m.setParam("parallel/maxnthreads", 1)
+    m.setParam("lp/threads", 1)
     m.setParam("numerics/feastol", 1e-7)
-    m.setParam("timing/clocktype", 1)  # CPU time: time limits mean the same on a busy machine
+    m.setParam("timing/clocktype", 1)  # CPU time for the safety net
     if not presolve:
         m.setParam("presolving/maxrounds", 0)
     if separating != "default":
         m.setSeparating(settings[separating])
     return m
+
+
+def set_node_limit(m: Model, node_limit: int | None) -> None:
+    """Set SCIP's deterministic node limits (``None``: unlimited)."""
+    if node_limit is None:
+        node_limit = -1
+    elif int(node_limit) != node_limit or node_limit < 1:
+        raise ValueError(f"node_limit must be a positive integer or None, got {node_limit!r}")
+    m.setParam("limits/nodes", int(node_limit))
+    m.setParam("limits/totalnodes", int(node_limit))
 
 
 @dataclass
