@@ -434,7 +434,7 @@ def test_protocol_parameter_errors():
 # ------------------------------------------------- deterministic budgets (issue 32, rerun)
 def _credit_small():
     d = L.load_credit()
-    return L.prepare(d, hidden=(8,), n_epochs=5, seed=0)
+    return L.prepare(d, hidden=(20, 10), n_epochs=20, seed=0)
 
 
 def test_two_solves_with_the_same_settings_give_the_identical_result():
@@ -443,15 +443,15 @@ def test_two_solves_with_the_same_settings_give_the_identical_result():
     p = _credit_small()
     lice = L.LiCE(p.spn, p.mlp, p.handler)
     x0 = p.data.X.iloc[[p.test[0]]].reset_index(drop=True)
-    runs = [lice.explain(x0, mode="optimize", n=3, node_limit=3, seed=0) for _ in range(2)]
+    runs = [lice.explain(x0, mode="optimize", n=3, node_limit=20, seed=0) for _ in range(2)]
     a, b = runs
     assert a.found and not all(a.stats["optimal"])  # the node limit did bind
     np.testing.assert_array_equal(a.encoded, b.encoded)
     for k in ("objective", "nodes", "status", "optimal", "mio_ll"):
         assert a.stats[k] == b.stats[k], k
-    assert all(nd <= 3 for nd in a.stats["nodes"]) and not a.stats["hit_time_limit"]
+    assert sum(a.stats["nodes"]) <= 20 and not a.stats["hit_time_limit"]
     # the whole protocol: every column but the timings is identical
-    rows = [L.run_methods(p, p.test[:2], ["MIO", "LiCE (optimize)"], n_cf=2, node_limit=3)
+    rows = [L.run_methods(p, p.test[:2], ["MIO", "LiCE (optimize)"], n_cf=2, node_limit=20)
             for _ in range(2)]
     keep = [c for c in rows[0].columns if c not in ("time", "cpu", "build_time")]
     pd.testing.assert_frame_equal(rows[0][keep], rows[1][keep])
