@@ -108,9 +108,10 @@ _ATT = {
                   n_random=1000, max_new_tokens=16),
 }
 _TRAIN = {
-    "smoke": dict(n_dir=8, n_dir_eval=8, n_rows=12, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=4,
+    # smoke: 3 steps and 4-token replies (the refusal phrases are their first 2-3 tokens), for <= 45 s
+    "smoke": dict(n_dir=8, n_dir_eval=8, n_rows=12, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=3,
                   lr=1e-3, seeds=(0,), n_eval=4, templates=("override",), at_steps=1, gcg_iters=1,
-                  gcg_cands=4, suffix_len=6, max_new_tokens=6),
+                  gcg_cands=4, suffix_len=6, max_new_tokens=4),
     # book: 12 steps (30 steps took 608 s in all and 20 steps 521 s on one thread; the smoke
     # pilot's 6 steps already gave ReFAT full refusal under RFA), replies of 8 tokens (the refusal
     # phrases open the reply), two templates (none of the four jailbreaks the SFT model in 02),
