@@ -30,14 +30,14 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["SHIPPED", "CachedGrid", "code_version", "run", "load", "main"]
+__all__ = ["SHIPPED", "CachedGrid", "code_version", "run", "write", "load", "main"]
 
 #: The shipped grid, relative to the book's root.
 SHIPPED = "results/06-topk-sae/shipped/scaling-grid.json"
 
 _FORMAT = 1
 #: Modules whose code determines the grid's numbers.
-_CODE = ("acts.py", "model.py", "train.py", "metrics.py", "scaling.py", "kernels.py")
+_CODE = ("acts.py", "model.py", "train.py", "metrics.py", "kernels.py")
 _GRID_COLUMNS = ("n_latents", "k", "nmse", "tokens", "gain_last_doubling")
 _CURVE_COLUMNS = ("n_latents", "k", "step", "tokens", "nmse")
 
@@ -60,13 +60,19 @@ class CachedGrid:
 
 
 def code_version() -> str:
-    """Short sha256 of the modules the grid's numbers depend on (activations, model, training,
-    metrics, the grid driver and kernels)."""
+    """Short sha256 of the code the grid's numbers depend on: the modules of activations, model,
+    training, metrics and kernels, and the source of :func:`~.scaling.run_grid` (not the rest of
+    :mod:`.scaling`, whose law fitting reads the grid but does not make it)."""
+    import inspect
+
+    from .scaling import run_grid
+
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for name in _CODE:
         h.update(name.encode())
         h.update((here / name).read_bytes())
+    h.update(inspect.getsource(run_grid).encode())
     return h.hexdigest()[:16]
 
 
@@ -121,10 +127,19 @@ def run(ns, ks, *, profile: str = "book", n_tokens: int | None = None, n_steps: 
             "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads(),
                         "torch": torch.__version__},
             "distinct_training_activations": int(len(rows_tr)), "max_norm": max_norm, "scale": scale}
-    path = Path(out) if out is not None else root / SHIPPED
+    return write(Path(out) if out is not None else root / SHIPPED, meta, grid, curves)
+
+
+def write(path: str | Path, meta: dict, grid: pd.DataFrame, curves: pd.DataFrame) -> Path:
+    """Write ``meta`` with the frames ``grid`` and ``curves`` as JSON (NaN as null); returns
+    the path. :func:`load` reads it back."""
+    import numpy as np
+
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean = lambda df: json.loads(df.replace({np.nan: None}).to_json(orient="records"))
-    path.write_text(json.dumps({**meta, "grid": clean(grid), "curves": clean(curves)}, indent=1) + "\n")
+    path.write_text(json.dumps({"format": _FORMAT, **meta, "grid": clean(grid),
+                                "curves": clean(curves)}, indent=1) + "\n")
     return path
 
 
