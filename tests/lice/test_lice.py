@@ -469,3 +469,165 @@ def test_node_limit_errors_and_safety_net():
     X, y, h, mlp, spn = tiny_problem()
     ex = L.LiCE(spn, mlp, h).explain(X.iloc[[0]], mode="optimize", n=2, time_limit=1e-3)
     assert ex.stats["hit_time_limit"]
+
+
+# ------------------------------------- one solve with its pool, and a shared warm start (issue 32)
+def _brute_start(h, spn, mlp, X, x0, target, theta):
+    """The nearest repaired training row feasible for every program, by a plain loop."""
+    a0, b0, c0 = int(x0["a"].iloc[0]), x0["b"].iloc[0], x0["c"].iloc[0]
+    order = ["lo", "mid", "hi"]
+    best, best_d = None, np.inf
+    e0 = h.encode(x0)
+    for _, r in X.iterrows():
+        cand = pd.DataFrame({"a": [max(int(r["a"]), a0)], "b": [r["b"]], "c": [c0], "d": [r["d"]]})
+        if order.index(cand["b"][0]) > order.index(b0) and not cand["a"][0] > a0:
+            continue  # causal rule b -> a
+        e = h.encode(cand)
+        lg = float(L.predict_logit(mlp, e)[0]) * (1 if target == 1 else -1)
+        if lg < 1e-4 + 1e-3:
+            continue
+        if theta is not None and spn.max_approx(h.spn_matrix(cand, target))[0] < theta + 1e-3:
+            continue
+        d = float(h.distance(e0, e)[0])
+        if d < best_d:
+            best, best_d = cand, d
+    return best, best_d
+
+
+def test_warm_start_is_the_nearest_feasible_repaired_row():
+    X, y, h, mlp, spn = tiny_problem()
+    theta = float(np.median(spn.log_likelihood(h.spn_matrix(X, y))))
+    checked = 0
+    for i in range(6):
+        x0 = X.iloc[[i]].reset_index(drop=True)
+        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        for th in (None, theta):
+            ws = L.warm_start(h, spn, mlp, X, x0, target, theta=th)
+            want, d = _brute_start(h, spn, mlp, X, x0, target, th)
+            if want is None:
+                assert len(ws) == 0
+                continue
+            assert len(ws) == 1 and h.distance(h.encode(x0), h.encode(ws))[0] == pytest.approx(d)
+            ev = L.evaluate(h, spn, mlp, x0, ws, target)
+            assert ev["valid"].all() and ev["actionable"].all()
+            checked += 1
+    assert checked >= 6
+    with pytest.raises(ValueError, match="target"):
+        L.warm_start(h, spn, mlp, X, X.iloc[[0]], 2)
+    with pytest.raises(ValueError, match="theta needs"):
+        L.warm_start(h, None, mlp, X, X.iloc[[0]], 1, theta=0.0)
+
+
+@pytest.mark.parametrize("mode", ["mio", "threshold", "optimize"])
+def test_warm_start_is_feasible_for_every_program(mode):
+    """SCIP keeps the shared start in all three programs, so even one node returns a solution."""
+    X, y, h, mlp, spn = tiny_problem()
+    theta = float(np.median(spn.log_likelihood(h.spn_matrix(X, y))))
+    lice = L.LiCE(spn, mlp, h)
+    used = 0
+    for i in range(6):
+        x0 = X.iloc[[i]].reset_index(drop=True)
+        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        ws = L.warm_start(h, spn, mlp, X, x0, target, theta=theta)
+        if not len(ws):
+            continue
+        ex = lice.explain(x0, target, mode=mode, theta=theta, n=3, node_limit=1, collect="pool", start=ws)
+        assert ex.stats["start_accepted"] is True and ex.found
+        assert ex.stats["objective"][0] <= ex.stats["objective"][-1]
+        used += 1
+    assert used >= 3
+
+
+def test_pool_returns_distinct_valid_counterfactuals_best_first():
+    """One solve to optimality: the first of the pool is the brute-force optimum, the rest are
+    distinct valid, actionable counterfactuals in objective order."""
+    X, y, h, mlp, spn = tiny_problem()
+    C = all_candidates(h)
+    EC = h.encode(C)
+    logit = L.predict_logit(mlp, EC)
+    lice = L.LiCE(spn, mlp, h)
+    checked = 0
+    for i in range(8):
+        x0 = X.iloc[[i]]
+        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
+        obj = h.distance(h.encode(x0), EC) - 0.1 * spn.max_approx(h.spn_matrix(C, target))
+        ex = lice.explain(x0, target, mode="optimize", n=5, collect="pool", time_limit=60)
+        if not ok.any():
+            assert not ex.found
+            continue
+        assert ex.stats["optimal"][0] and ex.stats["objective"][0] == pytest.approx(obj[ok].min(), abs=1e-5)
+        assert len({tuple(r) for r in np.round(ex.encoded, 6)}) == len(ex.encoded)
+        assert np.all(np.diff(ex.stats["objective"]) >= -1e-9)
+        ev = L.evaluate(h, spn, mlp, x0, ex.counterfactuals, target)
+        assert ev["valid"].all() and ev["actionable"].all()
+        # each objective is what the program's cost and max-approximation give at the decoded point
+        mine = h.distance(h.encode(x0), ex.encoded) - 0.1 * np.array(ex.stats["mio_ll"])
+        np.testing.assert_allclose(mine, ex.stats["objective"], atol=1e-5)
+        assert np.all(np.array(ex.stats["mio_ll"]) <= spn.max_approx(
+            h.spn_matrix(ex.counterfactuals, target)) + 1e-6)
+        checked += 1
+    assert checked >= 4
+    with pytest.raises(ValueError, match="collect"):
+        lice.explain(X.iloc[[0]], collect="all")
+    with pytest.raises(ValueError, match="start"):
+        lice.explain(X.iloc[[0]], start=X.iloc[:2])
+
+
+def test_run_methods_pool_warm_reports_the_most_likely_valid():
+    """The pool path with the shared start: the reported counterfactual is the valid one with the
+    highest exact LL among what that solve returned (brute-force choice), and every MIO-based
+    method got the same start."""
+    p = tiny_prepared()
+    meths = ["MIO", "LiCE (optimize)", "LiCE (median)"]
+    rows = L.run_methods(p, p.test[:4], meths, n_cf=4, node_limit=3, collect="pool", warm=True)
+    lice = L.LiCE(p.spn, p.mlp, p.handler)
+    Xtr = p.data.X.iloc[p.train].reset_index(drop=True)
+    checked = 0
+    for _, r in rows.iterrows():
+        x0 = p.data.X.iloc[[r["factual"]]].reset_index(drop=True)
+        target = int(L.predict_logit(p.mlp, p.handler.encode(x0))[0] <= 0)
+        ws = L.warm_start(p.handler, p.spn, p.mlp, Xtr, x0, target, theta=p.thresholds["median"])
+        kw = {"MIO": dict(mode="mio"), "LiCE (optimize)": dict(mode="optimize", alpha=0.1),
+              "LiCE (median)": dict(mode="threshold", theta=p.thresholds["median"])}[r["method"]]
+        ex = lice.explain(x0, target, n=4, node_limit=3, collect="pool",
+                          start=ws if len(ws) else None, **kw)
+        ev = L.evaluate(p.handler, p.spn, p.mlp, x0, ex.counterfactuals, target)
+        assert r["n_cf"] == len(ev) and r["start_accepted"] == ex.stats["start_accepted"]
+        if len(ws):
+            assert r["found"] and r["start_accepted"]
+        if not r["found"]:
+            continue
+        best = int(np.argmin(np.where(ev["valid"], ev["nll"], np.inf)))
+        assert r["selected"] == best and r["nll"] == pytest.approx(ev["nll"][best])
+        assert r["from_start"] == bool(len(ws) and np.allclose(ex.encoded[best], p.handler.encode(ws)[0]))
+        checked += 1
+    assert checked >= 6
+
+
+def test_pool_with_start_and_aggressive_heuristics_is_deterministic():
+    """The book protocol (one 20-node solve, shared start, aggressive heuristics) twice on a credit
+    factual: identical counterfactuals and statistics; the pool holds only solutions that beat
+    the start (or the best one when none does)."""
+    p = _credit_small()
+    lice = L.LiCE(p.spn, p.mlp, p.handler)
+    x0 = p.data.X.iloc[[p.test[0]]].reset_index(drop=True)
+    target = int(L.predict_logit(p.mlp, p.handler.encode(x0))[0] <= 0)
+    Xtr = p.data.X.iloc[p.train].reset_index(drop=True)
+    ws = L.warm_start(p.handler, p.spn, p.mlp, Xtr, x0, target, theta=p.thresholds["median"])
+    assert len(ws) == 1
+    runs = [lice.explain(x0, target, mode="optimize", n=10, node_limit=20, collect="pool", start=ws,
+                         heuristics="aggressive") for _ in range(2)]
+    a, b = runs
+    assert a.found and a.stats["start_accepted"] and a.stats["nodes"][0] <= 20
+    np.testing.assert_array_equal(a.encoded, b.encoded)
+    for k in ("objective", "nodes", "status", "n_stored", "beat_start"):
+        assert a.stats[k] == b.stats[k], k
+    obj_s = p.handler.distance(p.handler.encode(x0), p.handler.encode(ws))[0] - 0.1 * p.spn.max_approx(
+        p.handler.spn_matrix(ws, target))[0]
+    if a.stats["beat_start"]:
+        assert max(a.stats["objective"]) < obj_s and 1 <= len(a.encoded) <= min(10, a.stats["beat_start"])
+    else:
+        assert len(a.encoded) == 1 and a.stats["objective"][0] <= obj_s + 1e-6
+    with pytest.raises(ValueError, match="heuristics"):
+        mio.new_model(heuristics="max")

@@ -29,6 +29,7 @@ from .model import make_mlp, predict_logit, train_mlp
 from .lice import MODES, Explanation, LiCE, thresholds
 from . import mio
 from .baselines import dice_counterfactuals, nearest_neighbour_cf
+from .start import repair, warm_start
 from .metrics import evaluate, mean_ci, paired, paired_diff, summarise, summarise_ci
 from . import maintable
 from .configs import config, CONFIGS
@@ -40,5 +41,5 @@ __all__ = [
     "package_file", "SPN", "LearnSPN", "Leaf", "Product", "Sum", "rdc",
     "make_mlp", "train_mlp", "predict_logit", "LiCE", "Explanation", "MODES", "thresholds", "mio",
     "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "paired", "mean_ci", "paired_diff", "summarise_ci", "maintable", "config", "CONFIGS",
-    "METHODS", "Prepared", "prepare", "prepare_config", "run_methods",
+    "METHODS", "Prepared", "prepare", "prepare_config", "run_methods", "repair", "warm_start",
 ]

@@ -32,9 +32,14 @@ class CFConfig:
     max_bins: int = 10
     alpha: float = 0.1              # LiCE optimize (paper: 0.1)
     n_cf: int = 10                  # counterfactuals per factual, most likely valid one reported (paper: 10)
-    node_limit: int | None = 40     # SCIP branch-and-bound nodes for all n_cf solves of one factual and method
-                                    # (deterministic; None: each solve to optimality; paper: Gurobi, 120 s)
+    node_limit: int | None = 100    # SCIP branch-and-bound nodes of the one solve per factual and method
+                                    # (deterministic; None: to optimality; paper: Gurobi, 120 s)
+    collect: str = "pool"           # "pool": one solve, the n_cf best distinct solutions SCIP kept (the official
+                                    # code: one Gurobi solve, PoolSolutions=10); "nogood": n_cf re-solves
+    warm: bool = True               # the same feasible start for every MIO-based method (nearest repaired training
+                                    # row feasible for all of them); the paper gives Gurobi none
     separating: str = "fast"        # SCIP cutting-plane effort ("fast", "off", "default")
+    heuristics: str = "aggressive"  # SCIP primal-heuristics emphasis, the same for every MIO-based method
     time_limit: float = 120.0       # SCIP CPU s per factual and method: only a safety net, never hit in book
     n_dice: int = 10                # DiCE counterfactuals before SPN selection (paper: 10)
     methods: tuple = ("MIO", "LiCE (optimize)", "LiCE (median)", "DiCE (+spn)", "NN (FACE-like)")
@@ -71,7 +76,7 @@ CONFIGS = {
     "cf": (CFConfig, {
         "smoke": dict(n_factuals=3, n_epochs=20, node_limit=10, n_dice=4, n_train_adult=1000,
                       methods=("MIO", "LiCE (optimize)", "DiCE (+spn)", "NN (FACE-like)")),
-        "book": dict(n_factuals=20, node_limit=40),
+        "book": dict(n_factuals=20, node_limit=100),
         "paper": dict(n_factuals=200, n_train_adult=24000, node_limit=None, separating="default",
                       time_limit=1200.0,
                       methods=("MIO", "LiCE (optimize)", "LiCE (quartile)", "LiCE (sample)",

@@ -15,6 +15,7 @@ from .data import Dataset
 from .features import DataHandler
 from .lice import LiCE, thresholds
 from .metrics import evaluate
+from .start import warm_start
 from .model import predict_logit, train_mlp
 from .spn import SPN, LearnSPN
 
@@ -76,7 +77,8 @@ def _select(p: Prepared, x0: pd.DataFrame, cfs: pd.DataFrame, target: int) -> tu
 def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = METHODS, *,
                 alpha: float = 0.1, node_limit: int | None = None, lp_iterlim: int | None = None,
                 time_limit: float = 600.0, separating: str = "fast", n_cf: int = 1,
-                n_dice: int = 10, seed: int = 0, progress=None) -> pd.DataFrame:
+                n_dice: int = 10, collect: str = "nogood", warm: bool = False,
+                heuristics: str = "default", seed: int = 0, progress=None) -> pd.DataFrame:
     """Run ``methods`` on the test rows ``factuals``; one row per (method, factual).
 
     The paper's protocol: each method produces up to ``n_cf`` counterfactuals (MIO / LiCE: the
@@ -89,7 +91,16 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
     ``n_cf`` (how many came back), ``time`` (wall seconds), ``cpu`` (SCIP seconds), ``nodes``
     (branch-and-bound nodes over all solves), solver statistics, and
     ``spn_gap`` = exact LL - the SPN's max-approximation at the decoded counterfactual (what
-    the MIP's sum-as-max encoding loses there; >= 0 by construction)."""
+    the MIP's sum-as-max encoding loses there; >= 0 by construction).
+
+    ``collect="pool"`` (the official code's protocol: one solve, its pool of the ``n_cf`` best):
+    one solve per factual and method within ``node_limit`` nodes, the ``n_cf`` best distinct
+    solutions SCIP kept (see :meth:`~iclr25.lice.LiCE.explain`). ``warm=True``: every MIO-based
+    method gets the SAME starting point for a factual, :func:`~iclr25.lice.warm_start` with the
+    strictest likelihood threshold among the methods run (so it is feasible for all of them);
+    columns ``start_accepted`` (SCIP kept it), ``beat_start`` (solutions better than it, which
+    alone make the pool when there are any), ``from_start`` (the reported counterfactual is
+    that point) and ``n_stored`` (solutions in SCIP's storage)."""
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ValueError(f"unknown method(s) {bad}; valid: {list(METHODS)}")
@@ -99,6 +110,9 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
     lice = LiCE(p.spn, p.mlp, h)
     Xtr, ytr = d.X.iloc[p.train].reset_index(drop=True), d.y[p.train]
     rows = []
+    starts: dict = {}
+    ths = [m[6:-1] for m in methods if m in ("LiCE (quartile)", "LiCE (median)", "LiCE (sample)")]
+    theta_start = max(p.thresholds["median" if w == "sample" else w] for w in ths) if ths else None
     it = [(m, i) for i in factuals for m in methods]
     for method, i in (progress(it, desc=d.name) if progress else it):
         x0 = d.X.iloc[[i]].reset_index(drop=True)
@@ -119,15 +133,23 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
                 else:
                     theta = p.thresholds[which]
                 kw = dict(mode="threshold", theta=theta)
+            start = None
+            if warm:
+                if i not in starts:
+                    starts[i] = warm_start(h, p.spn, p.mlp, Xtr, x0, target, theta=theta_start)
+                start = starts[i] if len(starts[i]) else None
             ex = lice.explain(x0, target, n=n_cf, node_limit=node_limit, lp_iterlim=lp_iterlim,
-                              time_limit=time_limit, seed=seed, separating=separating, **kw)
+                              time_limit=time_limit, seed=seed, separating=separating,
+                              collect=collect, start=start, heuristics=heuristics, **kw)
             cfs = ex.counterfactuals
             st = ex.stats
             info = {"status": st["status"][0] if st["status"] else "not run",
                     "optimal": bool(st["optimal"][0]) if st["optimal"] else False,
                     "n_optimal": int(sum(st["optimal"])), "mio_ll": np.nan,
                     "cpu": st["solve_time"], "build_time": st["build_time"],
-                    "nodes": int(sum(st["nodes"])), "hit_time_limit": bool(st["hit_time_limit"])}
+                    "nodes": int(sum(st["nodes"])), "hit_time_limit": bool(st["hit_time_limit"]),
+                    "start_accepted": st["start_accepted"], "n_stored": st["n_stored"],
+                    "beat_start": st["beat_start"]}
         elif method == "DiCE (+spn)":
             cfs, _ = dice_counterfactuals(h, p.mlp, p.spn, Xtr, ytr, x0, target, n=n_dice,
                                           seed=seed, keep="all")
@@ -141,6 +163,8 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
             row["selected"] = k
             if method.startswith("MIO") or method.startswith("LiCE"):
                 row["mio_ll"] = ex.stats["mio_ll"][k]
+                row["from_start"] = bool(start is not None and np.allclose(
+                    ex.encoded[k], h.encode(start)[0], atol=1e-6))
             S = h.spn_matrix(cfs.iloc[[k]], target)
             row["spn_gap"] = float(p.spn.log_likelihood(S)[0] - p.spn.max_approx(S)[0])
         else:

@@ -31,6 +31,7 @@ from .spn import SPN
 __all__ = ["LiCE", "Explanation", "MODES", "thresholds"]
 
 MODES = ("mio", "threshold", "optimize")
+COLLECT = ("nogood", "pool")
 VALIDITY_MARGIN = 1e-4
 
 
@@ -82,7 +83,9 @@ class LiCE:
     def explain(self, x0: pd.DataFrame, target: int | None = None, *, mode: str = "optimize",
                 alpha: float = 0.1, theta: float | None = None, n: int = 1,
                 node_limit: int | None = None, lp_iterlim: int | None = None,
-                time_limit: float = 600.0, seed: int = 0, separating: str = "fast") -> Explanation:
+                time_limit: float = 600.0, seed: int = 0, separating: str = "fast",
+                collect: str = "nogood", start: pd.DataFrame | None = None,
+                heuristics: str = "default") -> Explanation:
         """Counterfactuals for the one-row frame ``x0`` towards class ``target`` (default: the
         class the classifier does not predict). See the module docstring for the modes.
 
@@ -96,7 +99,25 @@ class LiCE:
         each took). The same call gives the same result on any machine and under any load.
         ``time_limit`` (SCIP CPU seconds for all ``n`` solves) is only a safety net; when it
         stops a solve, the result depends on the machine, and ``stats["hit_time_limit"]`` is
-        True. ``separating``: SCIP's cutting-plane effort (see :func:`~iclr25.lice.mio.new_model`)."""
+        True. ``separating`` and ``heuristics``: SCIP's cutting-plane effort and primal-heuristics
+        emphasis (see :func:`~iclr25.lice.mio.new_model`).
+
+        ``collect="pool"`` is the official code's protocol (one Gurobi solve whose solution pool
+        holds the ``n`` best): ONE solve within ``node_limit`` nodes, and the ``n`` best distinct
+        counterfactuals (by objective; distinct decoded inputs) among all solutions SCIP found
+        and kept in its solution storage. Unlike Gurobi's ``PoolSearchMode=2`` SCIP does not
+        search for the n-th best; it keeps what its heuristics and the tree found on the way.
+        ``collect="nogood"``: ``n`` re-solves with no-good cuts, as described above. With a
+        ``start``, the pool keeps only solutions strictly better than the start in the program's
+        objective (``stats["beat_start"]`` counts them), and the best solution (the start, or
+        one as good) when none is: the start is a floor every method gets, not its answer.
+
+        ``start``: a one-row raw frame given to SCIP as a (partial) starting solution on the
+        input variables: the rest (ReLU, SPN and change variables) is completed by solving the
+        program with the inputs fixed (outside the node budget, ``stats["start_time"]``), and the
+        complete solution is handed to SCIP. ``stats["start_accepted"]``: SCIP ended with a
+        solution at least as good as the start in this program's objective. See :func:`~iclr25.lice.warm_start`
+        for one that every MIO-based method can share."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; valid: {MODES}")
         if mode != "mio" and self.spn is None:
@@ -105,6 +126,10 @@ class LiCE:
             raise ValueError("mode 'threshold' needs theta (e.g. thresholds(spn, S)['median'])")
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
+        if collect not in COLLECT:
+            raise ValueError(f"unknown collect {collect!r}; valid: {COLLECT}")
+        if start is not None and (not isinstance(start, pd.DataFrame) or len(start) != 1):
+            raise ValueError("start must be None or a one-row DataFrame of raw features")
         if not isinstance(x0, pd.DataFrame) or len(x0) != 1:
             raise ValueError("x0 must be a one-row DataFrame of raw features")
         h = self.handler
@@ -115,7 +140,7 @@ class LiCE:
             raise ValueError(f"target must be 0 or 1, got {target}")
         t0 = time.perf_counter()
         m = mio.new_model(time_limit, seed, node_limit=node_limit, lp_iterlim=lp_iterlim,
-                          separating=separating)
+                          separating=separating, heuristics=heuristics)
         fv = mio.encode_features(m, e0, h)
         groups = [info["cols"] if info["kind"] == "cat" else info["cols"][1:]
                   for info in h.info.values() if info["kind"] in ("cat", "mixed")]
@@ -133,10 +158,26 @@ class LiCE:
                 m.addCons(root >= float(theta))
         obj = fv.cost - float(alpha) * root if mode == "optimize" else fv.cost
         m.setObjective(obj, "minimize")
+        e_s, stats_start = None, {"time": 0.0}
+        if start is not None:
+            e_s = h.encode(start)[0]
+            # the start's value in this program: its cost (minus alpha times the SPN's
+            # max-approximation there, the root LL the program can reach at that point)
+            obj_s = float(h.distance(e0, e_s)[0])
+            if mode == "optimize":
+                obj_s -= float(alpha) * float(self.spn.max_approx(h.spn_matrix(start, target),
+                                                                  self.sum_approx)[0])
+            self._add_start(m, fv, e_s, stats_start)
         build = time.perf_counter() - t0
         rows, stats = [], {"mode": mode, "target": target, "build_time": build, "solve_time": 0.0,
+                           "start_time": stats_start["time"],
                            "status": [], "optimal": [], "mio_ll": [], "cost": [], "objective": [],
-                           "gap": [], "nodes": [], "hit_time_limit": False}
+                           "gap": [], "nodes": [], "hit_time_limit": False, "collect": collect,
+                           "start_given": start is not None, "start_accepted": None,
+                           "n_stored": 0, "beat_start": None}
+        if collect == "pool":
+            return self._pool(m, fv, root, e0, obj_s if e_s is not None else None, n, node_limit,
+                              time_limit, stats, t0)
         spent = 0.0  # SCIP CPU seconds over all solves: the safety net ``time_limit`` is for all n
         for k in range(n):
             left = time_limit - spent
@@ -150,6 +191,8 @@ class LiCE:
                 mio.set_node_limit(m, nodes_left)
             m.setParam("limits/time", left)
             m.optimize()
+            if k == 0:
+                stats["start_accepted"] = self._has_start(m, obj_s if e_s is not None else None)
             st = m.getStatus()
             spent += m.getSolvingTime()
             stats["solve_time"] = spent
@@ -176,6 +219,88 @@ class LiCE:
                     # the next pattern cannot beat this optimum: a valid bound that lets SCIP stop
                     # as soon as it finds a solution within its gap of it
                     m.addCons(obj >= best - 1e-6 * (1.0 + abs(best)))
+        stats["total_time"] = time.perf_counter() - t0
+        E = np.array(rows).reshape(-1, h.n_encoded)
+        cfs = h.decode(E) if len(E) else pd.DataFrame(columns=h.names)
+        return Explanation(cfs, E, stats)
+
+    @staticmethod
+    def _add_start(m, fv, e_s, info: dict) -> None:
+        """Complete the start: fix the inputs to ``e_s``, solve the (then trivial) program to
+        optimality without node limit, restore the inputs' bounds and hand the complete solution
+        to SCIP (checked when the solve begins). ``info["time"]``: seconds it took."""
+        t0 = time.perf_counter()
+        zs = [(v, float(e_s[c])) for c, v in enumerate(fv.z) if not isinstance(v, float)]
+        bounds = [(v.getLbOriginal(), v.getUbOriginal()) for v, _ in zs]
+        nodes, tnodes = m.getParam("limits/nodes"), m.getParam("limits/totalnodes")
+        for v, val in zs:
+            val = min(max(val, v.getLbOriginal()), v.getUbOriginal())
+            m.chgVarLb(v, val)
+            m.chgVarUb(v, val)
+        m.setParam("limits/nodes", -1)
+        m.setParam("limits/totalnodes", -1)
+        m.optimize()
+        vals = None
+        if m.getNSols() > 0:
+            sol = m.getBestSol()
+            vals = [(v, float(m.getSolVal(sol, v))) for v in m.getVars()]
+        m.freeTransform()
+        for (v, _), (lb, ub) in zip(zs, bounds):
+            m.chgVarLb(v, lb)
+            m.chgVarUb(v, ub)
+        m.setParam("limits/nodes", nodes)
+        m.setParam("limits/totalnodes", tnodes)
+        if vals is not None:
+            sol = m.createSol()
+            for v, val in vals:
+                m.setSolVal(sol, v, val)
+            m.addSol(sol)
+        info["time"] = time.perf_counter() - t0
+
+    @staticmethod
+    def _has_start(m, obj_s) -> bool | None:
+        """Whether SCIP ended with a solution at least as good as the start's objective."""
+        if obj_s is None:
+            return None
+        return m.getNSols() > 0 and m.getSolObjVal(m.getBestSol()) <= obj_s + 1e-6 * (1 + abs(obj_s))
+
+    def _pool(self, m, fv, root, e0, obj_s, n, node_limit, time_limit, stats, t0) -> Explanation:
+        """One solve; the ``n`` best distinct counterfactuals of SCIP's solution storage."""
+        h = self.handler
+        if node_limit is not None:
+            mio.set_node_limit(m, node_limit)
+        m.setParam("limits/time", time_limit)
+        m.optimize()
+        stats["start_accepted"] = self._has_start(m, obj_s)
+        st = m.getStatus()
+        stats["solve_time"] = m.getSolvingTime()
+        stats["hit_time_limit"] = st == "timelimit"
+        stats["status"].append(st)
+        stats["nodes"].append(int(m.getNTotalNodes()))
+        sols = sorted(m.getSols(), key=lambda s: m.getSolObjVal(s))  # best first
+        stats["n_stored"] = len(sols)
+        if obj_s is not None and sols:
+            # the shared start is a floor, not an answer of the method: keep what beats it, and
+            # the best solution (the start or one as good) only when nothing does
+            tol = 1e-6 * (1 + abs(obj_s))
+            better = [s for s in sols if m.getSolObjVal(s) < obj_s - tol]
+            sols = better if better else sols[:1]
+            stats["beat_start"] = len(better)
+        rows, seen = [], set()
+        for k, sol in enumerate(sols):
+            z = np.array([float(m.getSolVal(sol, v)) if not isinstance(v, float) else v for v in fv.z])
+            key = tuple(np.round(z, 6))
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append(z)
+            stats["optimal"].append(st == "optimal" and k == 0)
+            stats["mio_ll"].append(float(m.getSolVal(sol, root)) if root is not None else np.nan)
+            stats["cost"].append(float(h.distance(e0, z)[0]))
+            stats["objective"].append(float(m.getSolObjVal(sol)))
+            stats["gap"].append(float(m.getGap()))
+            if len(rows) == n:
+                break
         stats["total_time"] = time.perf_counter() - t0
         E = np.array(rows).reshape(-1, h.n_encoded)
         cfs = h.decode(E) if len(E) else pd.DataFrame(columns=h.names)
