@@ -104,8 +104,8 @@ class LiCE:
 
         ``collect="pool"`` is the official code's protocol (one Gurobi solve whose solution pool
         holds the ``n`` best): ONE solve within ``node_limit`` nodes, and the ``n`` best distinct
-        counterfactuals (by objective; distinct decoded inputs) among all solutions SCIP found
-        and kept in its solution storage. Unlike Gurobi's ``PoolSearchMode=2`` SCIP does not
+        counterfactuals (distinct decoded inputs, ranked by the program's objective at the decoded
+        point, :meth:`value`) among all solutions SCIP found and kept in its solution storage. Unlike Gurobi's ``PoolSearchMode=2`` SCIP does not
         search for the n-th best; it keeps what its heuristics and the tree found on the way.
         ``collect="nogood"``: ``n`` re-solves with no-good cuts, as described above. With a
         ``start``, the pool keeps only solutions strictly better than the start in the program's
@@ -177,7 +177,7 @@ class LiCE:
                            "n_stored": 0, "beat_start": None}
         if collect == "pool":
             return self._pool(m, fv, root, e0, obj_s if e_s is not None else None, n, node_limit,
-                              time_limit, stats, t0)
+                              time_limit, stats, t0, mode, alpha, target)
         spent = 0.0  # SCIP CPU seconds over all solves: the safety net ``time_limit`` is for all n
         for k in range(n):
             left = time_limit - spent
@@ -264,8 +264,21 @@ class LiCE:
             return None
         return m.getNSols() > 0 and m.getSolObjVal(m.getBestSol()) <= obj_s + 1e-6 * (1 + abs(obj_s))
 
-    def _pool(self, m, fv, root, e0, obj_s, n, node_limit, time_limit, stats, t0) -> Explanation:
-        """One solve; the ``n`` best distinct counterfactuals of SCIP's solution storage."""
+    def value(self, x0_enc: np.ndarray, cfs: pd.DataFrame, target: int, mode: str,
+              alpha: float = 0.1) -> np.ndarray:
+        """The program's objective at decoded counterfactuals ``cfs`` (the best value it can
+        give each point): the inverse-MAD cost, minus ``alpha`` times the SPN's
+        max-approximation for mode "optimize". A stored solution's own objective can be higher
+        (a non-optimal solution may carry slack, e.g. both d+ and d- positive)."""
+        v = self.handler.distance(x0_enc, self.handler.encode(cfs))
+        if mode == "optimize":
+            v = v - float(alpha) * self.spn.max_approx(self.handler.spn_matrix(cfs, target), self.sum_approx)
+        return v
+
+    def _pool(self, m, fv, root, e0, obj_s, n, node_limit, time_limit, stats, t0, mode, alpha,
+              target) -> Explanation:
+        """One solve; the ``n`` best distinct counterfactuals of SCIP's solution storage, ranked
+        by the program's objective at the decoded point (:meth:`value`)."""
         h = self.handler
         if node_limit is not None:
             mio.set_node_limit(m, node_limit)
@@ -277,30 +290,37 @@ class LiCE:
         stats["hit_time_limit"] = st == "timelimit"
         stats["status"].append(st)
         stats["nodes"].append(int(m.getNTotalNodes()))
-        sols = sorted(m.getSols(), key=lambda s: m.getSolObjVal(s))  # best first
+        sols = m.getSols()
         stats["n_stored"] = len(sols)
-        if obj_s is not None and sols:
-            # the shared start is a floor, not an answer of the method: keep what beats it, and
-            # the best solution (the start or one as good) only when nothing does
-            tol = 1e-6 * (1 + abs(obj_s))
-            better = [s for s in sols if m.getSolObjVal(s) < obj_s - tol]
-            sols = better if better else sols[:1]
-            stats["beat_start"] = len(better)
-        rows, seen = [], set()
-        for k, sol in enumerate(sols):
+        Z, lls, seen = [], [], set()
+        for sol in sols:  # distinct decoded inputs
             z = np.array([float(m.getSolVal(sol, v)) if not isinstance(v, float) else v for v in fv.z])
-            key = tuple(np.round(z, 6))
+            cf = h.decode(z[None])
+            key = tuple(h.encode(cf)[0].round(6))
             if key in seen:
                 continue
             seen.add(key)
-            rows.append(z)
-            stats["optimal"].append(st == "optimal" and k == 0)
-            stats["mio_ll"].append(float(m.getSolVal(sol, root)) if root is not None else np.nan)
-            stats["cost"].append(float(h.distance(e0, z)[0]))
-            stats["objective"].append(float(m.getSolObjVal(sol)))
-            stats["gap"].append(float(m.getGap()))
-            if len(rows) == n:
-                break
+            Z.append(z)
+            lls.append(float(m.getSolVal(sol, root)) if root is not None else np.nan)
+        rows = []
+        if Z:
+            Z = np.array(Z)
+            val = self.value(e0, h.decode(Z), target, mode, alpha)
+            order = np.argsort(val, kind="stable")
+            if obj_s is not None:
+                # the shared start is a floor, not an answer of the method: keep what beats it,
+                # and the best point (the start, or one as good) only when nothing does
+                tol = 1e-6 * (1 + abs(obj_s))
+                better = [k for k in order if val[k] < obj_s - tol]
+                stats["beat_start"] = len(better)
+                order = better if better else order[:1]
+            for j, k in enumerate(order[:n]):
+                rows.append(Z[k])
+                stats["optimal"].append(st == "optimal" and j == 0)
+                stats["mio_ll"].append(lls[k])
+                stats["cost"].append(float(h.distance(e0, Z[k])[0]))
+                stats["objective"].append(float(val[k]))
+                stats["gap"].append(float(m.getGap()))
         stats["total_time"] = time.perf_counter() - t0
         E = np.array(rows).reshape(-1, h.n_encoded)
         cfs = h.decode(E) if len(E) else pd.DataFrame(columns=h.names)
