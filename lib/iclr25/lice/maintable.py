@@ -47,7 +47,15 @@ MUST = ("book", "paper")  # orderings are decided over >= 20 factuals; smoke run
 # not holding, required only at the paper's budget (``paper`` profile).
 NOT_AT_BOOK = {
     "credit": {"mio-dice-distance"},
-    "adult": {"opt-mio-distance"},
+    "adult": set(),
+}
+# Orderings that hold in our book run by a margin that a small change of the protocol erased (ranking the
+# pool by the stored objective instead of the decoded point's flipped it): recorded, required only at the
+# paper's budget.
+NARROW_AT_BOOK = {
+    "adult": {"opt-mio-distance": "with the pool ranked by SCIP's stored objective (slack included) instead "
+                                  "of the value at the decoded point, the same run gave +12% (+0.85 "
+                                  "[+0.17, +1.53]), outside the 10% allowed"},
 }
 
 
@@ -139,6 +147,10 @@ def orderings(rows: pd.DataFrame, dataset: str, budget: str = "the book's node b
                     f"and {b} {ncf(b):.1f}; the MIP solves (MIO and LiCE) stop at the node limit with an "
                     f"incumbent that can be far from their optimum. The paper's orderings are at "
                     f"Gurobi's optimum with ten from its pool. " + note).strip()
+        elif must and key in NARROW_AT_BOOK.get(dataset, {}):
+            must = ("paper",)
+            note = (f"Required only at the paper's budget, because the margin at the book's budget is narrow: "
+                    f"{NARROW_AT_BOOK[dataset][key]}. " + note).strip()
         elif must:
             must = MUST
         d = paired_diff(rows, a, b, col)
