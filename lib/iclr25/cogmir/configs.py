@@ -62,7 +62,7 @@ class StatusCertainty:
 
 
 STATUS = {
-    "smoke": {"n_halo": 6, "n_price": 12, "n_games": 6, "n_rating": 6, "streaks": (0, 1, 3, 10)},
+    "smoke": {"n_halo": 4, "n_price": 8, "n_games": 4, "n_rating": 4, "streaks": (0, 1, 3, 10)},
     "book": {"n_halo": 16, "n_price": 24, "n_games": 12, "n_rating": 12},
     "paper": {"n_halo": 40, "n_price": 24, "n_games": 12, "n_rating": 12},
 }
