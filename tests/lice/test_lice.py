@@ -167,6 +167,14 @@ def test_mlp_encoding_matches_torch():
         assert lo - 1e-9 <= m.getObjVal() <= hi + 1e-9
 
 
+def target_and_feasible(h, mlp, x0, C, logit):
+    """The class the classifier does not predict for ``x0`` and the mask of the enumerated
+    candidates ``C`` (with logits ``logit``) that are valid for it (margin 1e-4) and actionable."""
+    target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+    ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
+    return target, ok
+
+
 @pytest.mark.parametrize("mode", ["mio", "threshold", "optimize"])
 def test_lice_matches_brute_force(mode):
     X, y, h, mlp, spn = tiny_problem()
@@ -177,8 +185,7 @@ def test_lice_matches_brute_force(mode):
     checked = 0
     for i in range(12):
         x0 = X.iloc[[i]]
-        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
-        ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
+        target, ok = target_and_feasible(h, mlp, x0, C, logit)
         cost = h.distance(h.encode(x0), EC)
         ll = spn.max_approx(h.spn_matrix(C, target))
         theta = float(np.median(spn.log_likelihood(h.spn_matrix(X, y))))
@@ -345,9 +352,8 @@ def test_n_best_patterns_match_brute_force():
     checked = 0
     for i in range(8):
         x0 = X.iloc[[i]]
-        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
+        target, ok = target_and_feasible(h, mlp, x0, C, logit)
         S = h.spn_matrix(C, target)
-        ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
         obj = h.distance(h.encode(x0), EC) - 0.1 * spn.max_approx(S)
         keys = [tuple(C.iloc[j][["b", "c"]]) + tuple(int(n.bin_index(S[j:j + 1, n.var])[0]) for n in hist)
                 for j in range(len(C))]
@@ -549,8 +555,7 @@ def test_pool_returns_distinct_valid_counterfactuals_best_first():
     checked = 0
     for i in range(8):
         x0 = X.iloc[[i]]
-        target = int(L.predict_logit(mlp, h.encode(x0))[0] <= 0)
-        ok = ((logit >= 1e-4) if target == 1 else (-logit >= 1e-4)) & h.actionable(x0, C)
+        target, ok = target_and_feasible(h, mlp, x0, C, logit)
         obj = h.distance(h.encode(x0), EC) - 0.1 * spn.max_approx(h.spn_matrix(C, target))
         ex = lice.explain(x0, target, mode="optimize", n=5, collect="pool", time_limit=60)
         if not ok.any():
