@@ -288,6 +288,12 @@ def test_configs():
         rp.depth_config("smoke", order="sorted")
     with pytest.raises(ValueError, match="n_noic_seeds"):
         rp.emergence_config("smoke", n_noic_seeds=5)
+    with pytest.raises(ValueError, match="composed_steps"):
+        rp.emergence_config("smoke", composed_steps=0)
+    assert book.binding and book.ablation
+    # the composed patching needs a symbol that no example uses (rp.swap_answer)
+    em = rp.emergence_config("book")
+    assert em.composed_symbols > em.n_chains * (4 + 1)
     with pytest.raises(ValueError, match="unknown prompt families"):
         rp.lm_config("smoke", families=("riddles",))
     with pytest.raises(ValueError, match="positive integers"):
@@ -389,9 +395,11 @@ def _manual_patched(model, Xc, Xs, heads, pos=-1):
             y = (s.softmax(-1) @ v)                                   # (B, H, T, hd)
             outs.append(y.clone())
             if patch is not None:
+                rows = torch.arange(B)
+                at = torch.as_tensor(np.broadcast_to(np.asarray(pos), (B,)).astype(np.int64))
                 for (pl, ph) in heads:
                     if pl == l:
-                        y[:, ph, pos] = patch[l][:, ph, pos]
+                        y[rows, ph, at] = patch[l][rows, ph, at]
             x = x + blk.attn.proj(y.transpose(1, 2).reshape(B, T, D))
             x = x + blk.mlp(blk.ln2(x))
         return model.head(model.ln_f(x)), outs
@@ -433,3 +441,97 @@ def test_staged_curriculum_and_depth_ranges():
     model = rp.make_model(task, 1, d_model=16, n_heads=1)
     res = rp.train_retrieval(model, task, n_steps=3, ic="staged", batch_size=8, eval_every=3, eval_n=8)
     assert res.eval_step == [0, 3]
+
+
+# ---- pair-binding targets ----------------------------------------------------------------------
+
+def test_binding_targets_by_hand():
+    task = rp.RetrievalTask(n_symbols=12, n_chains=1, max_depth=3)
+    V, off, pad = task.n_symbols, task.value_offset, task.pad_id
+    # chain 5 -> 7 -> 2 -> 9 with the facts in the order (7->2), (2->9), (5->7); query 5, D=3
+    X = np.array([[[7, 2 + off, pad], [2, 9 + off, pad], [5, 7 + off, pad],
+                   [5, task.depth_offset + 2, pad]]])
+    left, right = rp.binding_targets(task, X)
+    # 7->2 is first: nothing before it; 2->9 sees its left neighbour 7->2 (key 7); 5->7 sees its
+    # right neighbour 7->2 (value 2); 2->9 has no right neighbour, 5->7 no left one
+    np.testing.assert_array_equal(left, [[V, 7, V]])
+    np.testing.assert_array_equal(right, [[V, V, 2]])
+
+
+@pytest.mark.parametrize("order,conditional", [("random", False), ("composable", False),
+                                               ("random", True)])
+def test_binding_targets_match_the_loop_and_the_flow(order, conditional):
+    task = rp.RetrievalTask(n_symbols=24, n_chains=3, max_depth=4, order=order,
+                            conditional=conditional)
+    b = task.sample(64, 3)
+    left, right = rp.binding_targets(task, b.X)
+    lref, rref = rp.binding_targets_loop(task, b.X)
+    np.testing.assert_array_equal(left, lref)
+    np.testing.assert_array_equal(right, rref)
+    if not conditional:
+        # the query chain's facts: a fact is bound on a side exactly when the flow's first layer
+        # joins that neighbour (positions of hops k-1 and k+1 at or before hop k's)
+        V, P = task.n_symbols, b.hop_pos
+        for k in range(task.max_depth):
+            got_l = left[np.arange(64), P[:, k]] < V
+            got_r = right[np.arange(64), P[:, k]] < V
+            exp_l = (P[:, k - 1] < P[:, k]) if k > 0 else np.zeros(64, bool)
+            exp_r = (P[:, k + 1] < P[:, k]) if k + 1 < task.max_depth else np.zeros(64, bool)
+            np.testing.assert_array_equal(got_l, exp_l)
+            np.testing.assert_array_equal(got_r, exp_r)
+            # and the symbols are the chain's
+            if k > 0:
+                np.testing.assert_array_equal(left[np.arange(64), P[:, k]][exp_l],
+                                              b.chain[exp_l, k - 1])
+            if k + 1 < task.max_depth:
+                np.testing.assert_array_equal(right[np.arange(64), P[:, k]][exp_r],
+                                              b.chain[exp_r, k + 2])
+    with pytest.raises(ValueError, match="shape"):
+        rp.binding_targets(task, b.X[:, :-1])
+
+
+def test_binding_readout_leaves_the_model_and_learns_the_targets():
+    task = rp.RetrievalTask(n_symbols=12, n_chains=3, max_depth=2, order="composable")
+    a = rp.make_model(task, 1, d_model=32, n_heads=2, init_std=0.2, seed=4)
+    b = rp.make_model(task, 1, d_model=32, n_heads=2, init_std=0.2, seed=4)
+    X = task.sample(16, 0).X
+    before = rp.predict(a, X)
+    readout = rp.add_binding_readout(a, seed=0)
+    assert rp.add_binding_readout(a, seed=0) is readout            # idempotent
+    for k, v in b.state_dict().items():                           # TinyGPT's weights untouched
+        torch.testing.assert_close(a.state_dict()[k], v)
+    np.testing.assert_array_equal(rp.predict(a, X), before)
+    with pytest.raises(ValueError, match="binding readout"):
+        rp.binding_predictions(b, X)
+    with pytest.raises(ValueError, match="binding_weight"):
+        rp.train_retrieval(b, task, n_steps=1, binding=True, binding_weight=-1.0)
+    # one layer can bind both neighbours (Theorem 1's first step): trained with the targets only
+    # (the answer loss is there too), the readout gets the bound sides right
+    rp.train_retrieval(a, task, n_steps=600, lr=1e-2, batch_size=64, binding=True, seed=0)
+    acc = rp.binding_accuracy(a, task, n=128)
+    assert acc["left"] > 0.9 and acc["right"] > 0.9, acc
+    assert acc["left bound"] > 0.85 and acc["right bound"] > 0.85, acc
+
+
+def test_swap_answer_and_patching_at_per_example_positions():
+    task = rp.RetrievalTask(n_symbols=16, n_chains=3, max_depth=3, order="composable")
+    b = task.sample(64, 5)
+    Xs, ys = rp.swap_answer(task, b)
+    np.testing.assert_array_equal(rp.follow_chain(task, Xs), ys)
+    assert (ys != b.y).all()
+    # only the value of hop D's fact changed, to a symbol the clean example does not use
+    diff = np.argwhere(Xs != b.X)
+    np.testing.assert_array_equal(diff[:, 0], np.arange(64))
+    np.testing.assert_array_equal(diff[:, 1], b.hop_pos[np.arange(64), b.depth - 1])
+    assert (diff[:, 2] == 1).all()
+    assert not ((b.X[:, :-1, :2] % task.value_offset) == ys[:, None, None]).any()
+    model = rp.make_model(task, 2, d_model=32, n_heads=2, init_std=0.3, seed=2)
+    where = b.hop_pos[np.arange(64), np.minimum(b.depth, 2) - 1]
+    for heads in ([(0, 1)], [(0, 0), (1, 1)]):
+        got = rp.patch_heads(model, b.X, Xs, heads, position=where)
+        np.testing.assert_array_equal(got, _manual_patched(model, torch.from_numpy(b.X),
+                                                           torch.from_numpy(Xs), heads, pos=where))
+    with pytest.raises(ValueError, match="position"):
+        rp.patch_heads(model, b.X, Xs, [(0, 0)], position=where[:3])
+    with pytest.raises(ValueError, match="unused symbol"):
+        rp.swap_answer(rp.RetrievalTask(n_symbols=9, n_chains=3, max_depth=2), b)

@@ -13,7 +13,8 @@ Public API
   :func:`depth_table`;
 - natural-language multiple choice: :func:`mc_questions`, :func:`score_mc`;
 - models: :func:`make_model` (the core's TinyGPT with multi-slot positions), :func:`train_retrieval`
-  (with or without the implicit curriculum), :func:`accuracy`, :func:`accuracy_by_depth`;
+  (with or without the implicit curriculum, with or without the pair-binding targets
+  :func:`binding_targets`), :func:`accuracy`, :func:`accuracy_by_depth`;
 - mechanism: :func:`attention_maps`, :func:`hop_scores`, :func:`emergence_times`,
   :func:`ablate_heads`;
 - configs per profile: :func:`lm_config`, :func:`depth_config`, :func:`emergence_config`;
@@ -24,11 +25,13 @@ from .configs import (DepthConfig, EmergenceConfig, LMConfig, depth_config, emer
                       lm_config)
 from .language import (FAMILIES, LETTERS, NAMES, MCQuestion, mc_questions, render_mc, score_mc,
                        wilson_interval)
-from .model import (TrainResult, ablate_heads, accuracy, accuracy_by_depth, attention_maps,
-                    patch_heads, stage_depth, swap_query,
+from .model import (TrainResult, ablate_heads, add_binding_readout, binding_accuracy,
+                    binding_predictions, accuracy, accuracy_by_depth, attention_maps,
+                    patch_heads, stage_depth, swap_answer, swap_query,
                     emergence_times, heads_for_hop, hop_score_history, hop_scores, make_model,
                     predict, train_retrieval)
-from .task import (IC_MODES, ORDERS, SAMPLERS, Batch, RetrievalTask, composition_ranks,
+from .task import (IC_MODES, ORDERS, SAMPLERS, Batch, RetrievalTask, binding_targets,
+                   binding_targets_loop, composition_ranks,
                    depth_table, follow_chain, reach, reach_loop,
                    max_depth, min_layers)
 from . import plots  # noqa: E402
@@ -36,7 +39,8 @@ from . import plots  # noqa: E402
 __all__ = [
     "RetrievalTask", "Batch", "follow_chain", "min_layers", "max_depth", "depth_table",
     "IC_MODES", "SAMPLERS", "ORDERS", "composition_ranks", "reach", "reach_loop", "patch_heads",
-    "swap_query", "stage_depth",
+    "swap_query", "swap_answer", "stage_depth", "binding_targets", "binding_targets_loop",
+    "add_binding_readout", "binding_predictions", "binding_accuracy",
     "NAMES", "LETTERS", "MCQuestion", "render_mc", "mc_questions", "score_mc", "FAMILIES",
     "wilson_interval",
     "make_model", "TrainResult", "train_retrieval", "predict", "accuracy", "accuracy_by_depth",

@@ -45,6 +45,10 @@ class DepthConfig:
     n_heads: int = 2          # enough in principle: a fact joins its left and its right segment
     init_std: float | None = 0.1   # TransformerLens's 0.8 / sqrt(d_model)
     eval_n: int = 512         # test examples per depth
+    # pair-binding targets at the fact positions (train_retrieval(binding=True)): without them the
+    # 2-layer model did not learn D = 3, 4 in any of nine recipes (see the chapter page)
+    binding: bool = True
+    ablation: bool = True     # also train the largest t <= 2 without the binding targets
     seed: int = 0
 
 
@@ -70,6 +74,10 @@ class EmergenceConfig:
     # TransformerLens's 0.8 / sqrt(d_model): with GPT-2's scheme (None) two of three seeds had
     # not learned D = 2 after 1,200 steps; with this one every seed of eight learns it by ~400
     init_std: float | None = 0.1
+    # the composed hop: a 2-layer model on the Dmax = 4 task with the binding targets, patched at
+    # D = 4 (seed 0 learns D = 4 by ~1,750 steps)
+    composed_steps: int = 2000
+    composed_symbols: int = 16
     seed: int = 0
 
 
@@ -78,11 +86,12 @@ class EmergenceConfig:
 LM = {"smoke": {"n_per_depth": 2, "max_depth": 4}, "book": {"n_per_depth": 16, "max_depth": 5},
       "paper": {"n_per_depth": 500, "max_depth": 8}}
 DEPTH = {
-    "smoke": {"layers": (1, 2), "max_depth": 2, "n_steps": 600},
+    "smoke": {"layers": (1, 2), "max_depth": 2, "n_steps": 400},
     # Dmax = 4: 2 layers must compose facts for D = 3, 4 (D > t), and D = 4 is the largest the
-    # theorem allows them; three models of 3,000 steps fit the book's budget on CPU. Pilots
-    # (seed 0, 2 layers): with Dmax = 3, D = 2 is learned after ~1,600 steps and D = 3 stays at
-    # chance after 2,400; with Dmax = 4, even D = 2 stays near 0.2 after 3,000 steps (2 or 4 heads)
+    # theorem allows them; four models of 3,000 steps (t = 1, 2, 3 and the ablation) fit the
+    # book's budget on CPU. Pilots (2 layers, binding targets): D = 4 is learned by ~1,750 steps
+    # (seeds 0, 1); D = 3 rose to 0.7 by 2,500 steps with seed 0 and stayed at chance after 4,000
+    # with seed 1. Without the targets even D = 2 stays near 0.2 after 3,000 steps
     "book": {"layers": (1, 2, 3), "max_depth": 4, "n_steps": 3000},
     "paper": {"layers": (1, 2, 3, 4), "max_depth": 13, "n_steps": 24_000, "n_seeds": 4,
               "n_symbols": 48, "n_chains": 3},
@@ -90,7 +99,7 @@ DEPTH = {
 EMERGE = {
     # checkpoints every 10 steps: the two heads form within ~50 steps of each other
     "smoke": {"n_steps": 600, "checkpoint_every": 10, "n_seeds": 1, "n_noic_seeds": 1,
-              "n_patch": 128},
+              "n_patch": 128, "composed_steps": 200},
     "book": {"n_steps": 800, "checkpoint_every": 10, "n_seeds": 6, "n_noic_seeds": 3},
     "paper": {"n_steps": 24_000, "checkpoint_every": 250, "n_seeds": 16, "n_layers": 3,
               "max_depth": 4, "n_symbols": 24},
@@ -127,4 +136,6 @@ def emergence_config(profile: str | None = None, **overrides) -> EmergenceConfig
     cfg = make_config(EmergenceConfig, EMERGE, profile, **overrides)
     if not 0 <= cfg.n_noic_seeds <= cfg.n_seeds:
         raise ValueError(f"n_noic_seeds must be in 0..n_seeds={cfg.n_seeds}, got {cfg.n_noic_seeds}")
+    if cfg.composed_steps < 1:
+        raise ValueError(f"composed_steps must be a positive number of steps, got {cfg.composed_steps}")
     return cfg

@@ -24,11 +24,12 @@ import torch.nn.functional as F
 
 from .. import tinygpt
 from ..tinygpt import TinyGPT, TinyGPTConfig
-from .task import RetrievalTask
+from .task import RetrievalTask, binding_targets
 
 __all__ = ["make_model", "TrainResult", "train_retrieval", "accuracy", "accuracy_by_depth",
            "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "predict",
-           "hop_score_history", "heads_for_hop", "patch_heads", "swap_query", "stage_depth"]
+           "hop_score_history", "heads_for_hop", "patch_heads", "swap_query", "stage_depth",
+           "add_binding_readout", "binding_predictions", "binding_accuracy", "swap_answer"]
 
 
 def _slot_hook(pad_id: int):
@@ -148,10 +149,80 @@ def stage_depth(step: int, n_steps: int, max_depth: int) -> int:
     return int(min(max_depth, 2 + (step * (max_depth - 1)) // max(n_steps, 1)))
 
 
+def add_binding_readout(model: TinyGPT, seed: int = 0) -> torch.nn.Linear:
+    """Give ``model`` a linear readout of the pair-binding targets at the fact positions.
+
+    Introduced in ``02-depth-vs-difficulty``. The readout maps the final residual stream (after
+    ``ln_f``, captured with a forward hook) of every position to two sets of ``V + 1`` logits: the
+    left neighbour's key and the right neighbour's value, or *none*
+    (:func:`~iclr25.retrieval_problem.task.binding_targets`). It is a submodule
+    (``model.binding_readout``), so the optimiser and checkpoints include it; it never touches the
+    answer logits. Its weights are drawn from ``seed`` without consuming the global torch RNG, so
+    the TinyGPT weights are those of :func:`make_model`. Calling it twice returns the same readout.
+    """
+    if hasattr(model, "binding_readout"):
+        return model.binding_readout
+    V = model.retrieval_task.n_symbols
+    readout = torch.nn.Linear(model.cfg.d_model, 2 * (V + 1))
+    gen = torch.Generator().manual_seed(int(seed) + 31_337)
+    std = model.cfg.init_std if model.cfg.init_std is not None else 0.02
+    with torch.no_grad():
+        readout.weight.copy_(torch.randn(readout.weight.shape, generator=gen) * std)
+        readout.bias.zero_()
+    model.binding_readout = readout
+    model._final_hidden = [None]
+
+    def grab(module, inputs, output):
+        model._final_hidden[0] = output
+    model.ln_f.register_forward_hook(grab)
+    return readout
+
+
+def _binding_logits(model: TinyGPT, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left and right binding logits ``(batch, K, V+1)`` of the last forward pass."""
+    V = model.retrieval_task.n_symbols
+    z = model.binding_readout(model._final_hidden[0][:, :K])
+    return z[..., :V + 1], z[..., V + 1:]
+
+
+@torch.no_grad()
+def binding_predictions(model: TinyGPT, X) -> tuple[np.ndarray, np.ndarray]:
+    """The model's predicted pair-binding targets ``(left, right)``, each ``(batch, K)`` in
+    ``0..V`` (``V``: none). Needs :func:`add_binding_readout`. Introduced in
+    ``02-depth-vs-difficulty``."""
+    if not hasattr(model, "binding_readout"):
+        raise ValueError("the model has no binding readout: train with binding=True "
+                         "(or call add_binding_readout)")
+    X = _check_X(model, X)
+    was = model.training
+    model.eval()
+    try:
+        model(X)
+        lt, rt = _binding_logits(model, model.retrieval_task.n_pairs)
+    finally:
+        model.train(was)
+    return lt.argmax(-1).numpy(), rt.argmax(-1).numpy()
+
+
+def binding_accuracy(model: TinyGPT, task: RetrievalTask, *, n: int = 256,
+                     seed: int = 20_000) -> dict[str, float]:
+    """Accuracy of the binding readout on fresh examples: ``{"left", "right"}`` over all fact
+    positions, and ``{"left bound", "right bound"}`` over the positions whose neighbour exists
+    and comes earlier. Introduced in ``02-depth-vs-difficulty``."""
+    batch = task.sample(n, seed, depth="mixed")
+    lt, rt = binding_targets(task, batch.X)
+    pl, pr = binding_predictions(model, batch.X)
+    V = task.n_symbols
+    return {"left": float((pl == lt).mean()), "right": float((pr == rt).mean()),
+            "left bound": float((pl == lt)[lt < V].mean()),
+            "right bound": float((pr == rt)[rt < V].mean())}
+
+
 def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: str | None = "mixed",
                     batch_size: int = 128, lr: float = 3e-3, warmup: int = 50,
                     weight_decay: float = 0.0, seed: int = 0, eval_every: int = 0,
                     eval_n: int = 256, checkpoint_every: int = 0, train_depth: int | None = None,
+                    binding: bool = False, binding_weight: float = 1.0,
                     desc: str = "train") -> TrainResult:
     """Train ``model`` on examples sampled on the fly, with the answer loss at the query position.
 
@@ -172,6 +243,14 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
     checkpoint_every
         Keep a copy of the weights every so many steps (and at step 0), for
         :func:`emergence_times`.
+    binding, binding_weight
+        Also train every fact position to predict its pair-binding targets (the left neighbour's
+        key and the right neighbour's value, when they come earlier:
+        :func:`~iclr25.retrieval_problem.task.binding_targets`) through
+        :func:`add_binding_readout`, adding ``binding_weight`` times the mean of the two
+        cross-entropies to the answer loss. This supervises the first step of Theorem 1's flow
+        at the fact positions (our reconstruction of the paper's per-position targets); without
+        it the only signal is the answer at the query.
     """
     if ic not in ("mixed", "staged", None):
         raise ValueError(f"unknown ic {ic!r}; valid: 'mixed', 'staged', None")
@@ -203,8 +282,22 @@ def train_retrieval(model: TinyGPT, task: RetrievalTask, *, n_steps: int, ic: st
         b = task.sample(size, rng, depth=depth_now())
         return torch.from_numpy(b.X), torch.from_numpy(b.y)
 
-    def answer_loss(model, X, y):     # the loss at the query position only
-        return F.cross_entropy(model(X)[:, -1, :], y)
+    if binding_weight < 0:
+        raise ValueError(f"binding_weight must be >= 0, got {binding_weight!r}")
+    if binding:
+        add_binding_readout(model, seed)
+    K = task.n_pairs
+
+    def answer_loss(model, X, y):     # the loss at the query position (+ the binding targets)
+        logits = model(X)
+        loss = F.cross_entropy(logits[:, -1, :], y)
+        if binding:
+            lt, rt = (torch.from_numpy(a) for a in binding_targets(task, X.numpy()))
+            zl, zr = _binding_logits(model, K)
+            aux = 0.5 * (F.cross_entropy(zl.reshape(-1, zl.shape[-1]), lt.reshape(-1))
+                         + F.cross_entropy(zr.reshape(-1, zr.shape[-1]), rt.reshape(-1)))
+            loss = loss + binding_weight * aux
+        return loss
 
     def on_step(step, loss):
         step_now[0] = step + 1
@@ -384,14 +477,16 @@ def _head_inputs(model: TinyGPT, X: torch.Tensor) -> list[torch.Tensor]:
 
 @torch.no_grad()
 def patch_heads(model: TinyGPT, X_clean, X_source, heads: Iterable[tuple[int, int]],
-                position: int = -1) -> np.ndarray:
+                position=-1) -> np.ndarray:
     """Activation patching: run ``X_clean`` with the outputs of ``heads`` at ``position`` replaced
     by their outputs on ``X_source``; return the predicted answers ``(batch,)``.
 
     Introduced in ``03-head-emergence``. A head's output is its slice of the input to the block's
     output projection (as in :func:`ablate_heads`); only the chosen position is patched, so the
     patch carries exactly what that head wrote into the query's residual stream on the source run.
-    With ``heads=[]`` this is :func:`predict` on ``X_clean``.
+    With ``heads=[]`` this is :func:`predict` on ``X_clean``. ``position`` is one index for the
+    whole batch or a ``(batch,)`` array of indices (e.g. the position of a given hop's fact, which
+    differs between examples).
     """
     heads = [(int(l), int(h)) for l, h in heads]
     L, H = model.cfg.n_layers, model.cfg.n_heads
@@ -402,6 +497,11 @@ def patch_heads(model: TinyGPT, X_clean, X_source, heads: Iterable[tuple[int, in
     if Xc.shape != Xs.shape:
         raise ValueError(f"X_clean and X_source must have the same shape, got {tuple(Xc.shape)} "
                          f"and {tuple(Xs.shape)}")
+    pos = np.asarray(position)
+    if pos.ndim not in (0, 1) or (pos.ndim == 1 and len(pos) != len(Xc)):
+        raise ValueError(f"position must be an int or a (batch={len(Xc)},) array, got shape {pos.shape}")
+    rows = torch.arange(len(Xc))
+    pos = torch.as_tensor(np.broadcast_to(pos, (len(Xc),)).astype(np.int64))
     was = model.training
     model.eval()
     handles = []
@@ -416,7 +516,7 @@ def patch_heads(model: TinyGPT, X_clean, X_source, heads: Iterable[tuple[int, in
 
             def pre(module, inputs, layer=layer, cols=cols):
                 x = inputs[0].clone()
-                x[:, position, cols] = source[layer][:, position, cols]
+                x[rows, pos] = torch.where(cols, source[layer][rows, pos], x[rows, pos])
                 return (x,)
             handles.append(model.blocks[layer].attn.proj.register_forward_pre_hook(pre))
         return _answer_logits(model, Xc).argmax(-1).numpy()
@@ -424,6 +524,31 @@ def patch_heads(model: TinyGPT, X_clean, X_source, heads: Iterable[tuple[int, in
         for h in handles:
             h.remove()
         model.train(was)
+
+
+def swap_answer(task: RetrievalTask, batch) -> tuple[np.ndarray, np.ndarray]:
+    """Counterfactual inputs for :func:`patch_heads` at the fact positions: the same contexts with
+    the value of the query chain's last fact (hop D of each example, ``c_{D-1} -> c_D``) replaced
+    by a symbol the example does not use, which becomes the answer. Everything else (the query,
+    every other fact, the positions) is unchanged, so the new answer can reach the query only
+    through the heads that carry hop D's fact. Introduced in ``03-head-emergence``.
+    Returns ``(X_source, y_source)``. Needs the plain task.
+    """
+    if task.conditional:
+        raise ValueError("swap_answer needs the plain task (conditional=False)")
+    if task.n_symbols <= task.n_used_symbols:
+        raise ValueError(f"swap_answer needs an unused symbol: n_symbols={task.n_symbols} must "
+                         f"exceed the {task.n_used_symbols} symbols an example uses")
+    X = np.asarray(batch.X).copy()
+    B = len(X)
+    rows = np.arange(B)
+    used = np.zeros((B, task.n_symbols), dtype=bool)
+    used[rows[:, None], X[:, :-1, 0]] = True
+    used[rows[:, None], X[:, :-1, 1] - task.value_offset] = True
+    y_src = np.argmin(used, axis=1)                                  # the smallest unused symbol
+    last = np.asarray(batch.hop_pos)[rows, np.asarray(batch.depth) - 1]
+    X[rows, last, 1] = y_src + task.value_offset
+    return X, y_src.astype(np.int64)
 
 
 def swap_query(task: RetrievalTask, batch, chain: int = 1) -> np.ndarray:

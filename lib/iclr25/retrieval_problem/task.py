@@ -38,7 +38,8 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["RetrievalTask", "Batch", "min_layers", "max_depth", "depth_table", "follow_chain",
-           "IC_MODES", "SAMPLERS", "ORDERS", "composition_ranks", "reach", "reach_loop"]
+           "IC_MODES", "SAMPLERS", "ORDERS", "composition_ranks", "reach", "reach_loop",
+           "binding_targets", "binding_targets_loop"]
 
 #: implicit-curriculum modes: ``"mixed"`` draws the depth of every example uniformly in
 #: ``1..Dmax`` (the easy hops teach the first heads); ``"staged"`` draws it uniformly in
@@ -498,3 +499,54 @@ def reach(hop_pos, n_layers: int) -> np.ndarray:
         nhi = np.where(ok, hi[:, None, :], -1).max(axis=2)
         lo, hi, q_hi = nlo, nhi, new_q
     return q_hi + 1
+
+
+def binding_targets(task: RetrievalTask, X) -> tuple[np.ndarray, np.ndarray]:
+    """Pair-binding targets of every fact position: what Theorem 1's flow lets a fact assemble
+    in one layer.
+
+    Introduced in ``02-depth-vs-difficulty``. A fact ``a -> b`` at position p can, in one layer
+    and under the causal mask, join its *left neighbour* (the fact ``z -> a`` whose value is its
+    key) and its *right neighbour* (the fact ``b -> c`` whose key is its value), if they sit at or
+    before p; in the conditional variant the neighbour must also carry the same condition. The
+    targets are the symbols this adds, ``z`` and ``c``, or ``task.n_symbols`` (*none*) where the
+    neighbour does not exist or comes after p.
+
+    Returns
+    -------
+    (left, right)
+        Two ``(batch, K)`` int64 arrays over the K fact positions: ``left`` in ``0..V`` (the
+        neighbour's key), ``right`` in ``0..V`` (the neighbour's value), ``V`` meaning none.
+    """
+    X = np.asarray(X)
+    if X.ndim != 3 or X.shape[1:] != (task.seq_len, N_SLOTS):
+        raise ValueError(f"X must have shape (batch, {task.seq_len}, {N_SLOTS}), got {X.shape}")
+    K, V = task.n_pairs, task.n_symbols
+    key, val, cond = X[:, :K, 0], X[:, :K, 1] - task.value_offset, X[:, :K, 2]
+    pos = np.arange(K)
+    before = (pos[None, :] <= pos[:, None])[None]                  # [., p, j]: j at or before p
+    same = cond[:, :, None] == cond[:, None, :]
+    left = (val[:, None, :] == key[:, :, None]) & same & before    # j's value is p's key
+    right = (key[:, None, :] == val[:, :, None]) & same & before   # j's key is p's value
+    rows = np.arange(len(X))[:, None]
+    lt = np.where(left.any(-1), key[rows, left.argmax(-1)], V)
+    rt = np.where(right.any(-1), val[rows, right.argmax(-1)], V)
+    return lt.astype(np.int64), rt.astype(np.int64)
+
+
+def binding_targets_loop(task: RetrievalTask, X) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`binding_targets` with Python loops over facts (the reference the tests use)."""
+    X = np.asarray(X)
+    K, V = task.n_pairs, task.n_symbols
+    lt = np.full((len(X), K), V, dtype=np.int64)
+    rt = np.full((len(X), K), V, dtype=np.int64)
+    for b, ex in enumerate(X):
+        facts = [(int(ex[p, 0]), int(ex[p, 1]) - task.value_offset, int(ex[p, 2])) for p in range(K)]
+        for p, (a, v, c) in enumerate(facts):
+            for j in range(p + 1):
+                ka, kv, kc = facts[j]
+                if kc == c and kv == a:
+                    lt[b, p] = ka
+                if kc == c and ka == v:
+                    rt[b, p] = kv
+    return lt, rt
