@@ -535,3 +535,30 @@ def test_swap_answer_and_patching_at_per_example_positions():
         rp.patch_heads(model, b.X, Xs, [(0, 0)], position=where[:3])
     with pytest.raises(ValueError, match="unused symbol"):
         rp.swap_answer(rp.RetrievalTask(n_symbols=9, n_chains=3, max_depth=2), b)
+
+
+def test_composed_patching_against_direct_calls():
+    task = rp.RetrievalTask(n_symbols=16, n_chains=3, max_depth=4, order="composable")
+    model = rp.make_model(task, 2, d_model=32, n_heads=2, init_std=0.3, seed=3)
+    b = task.sample(48, 7, depth=4)
+    out = rp.composed_patching(model, task, b, min_mass=0.0)       # every head qualifies
+    A = rp.attention_maps(model, b.X)
+    ix, P = np.arange(48), b.hop_pos
+    np.testing.assert_allclose(out.mass.iloc[:, 1], A[0][:, ix, P[:, 2], P[:, 3]].mean(-1))
+    np.testing.assert_allclose(out.mass.iloc[:, 2], A[1][:, ix, -1, P[:, 2]].mean(-1))
+    assert out.binders == [(0, 0), (0, 1)] and out.readers == [(1, 0), (1, 1)]
+    assert set(out.together) == {"binding heads", "reading heads"}     # no "other" heads left
+    Xs, ys = rp.swap_answer(task, b)
+    direct = float((rp.patch_heads(model, b.X, Xs, [(0, 1)], position=P[:, 2]) == ys).mean())
+    single = out.table.set_index(["heads", "patched at"])["answers moved to c4'"]
+    assert single[("L0H1", "hop-3 fact")] == direct
+    both = float((rp.patch_heads(model, b.X, Xs, [(1, 0), (1, 1)]) == ys).mean())
+    assert out.together["reading heads"] == both
+    assert out.clean_acc == float((rp.predict(model, b.X) == b.y).mean())
+    strict = rp.composed_patching(model, task, b, min_mass=1.01)     # no head qualifies
+    assert strict.binders == [] and strict.readers == []
+    assert set(strict.together) == {"other layer-0 heads", "other layer-1 heads"}
+    with pytest.raises(ValueError, match="depth 4"):
+        rp.composed_patching(model, task, task.sample(8, 0, depth=3))
+    with pytest.raises(ValueError, match="2-layer"):
+        rp.composed_patching(rp.make_model(task, 1, d_model=16), task, b)

@@ -16,7 +16,8 @@ Public API
   (with or without the implicit curriculum, with or without the pair-binding targets
   :func:`binding_targets`), :func:`accuracy`, :func:`accuracy_by_depth`;
 - mechanism: :func:`attention_maps`, :func:`hop_scores`, :func:`emergence_times`,
-  :func:`ablate_heads`;
+  :func:`ablate_heads`, :func:`patch_heads`, :func:`composed_patching` (the composed hop at
+  D = 4);
 - configs per profile: :func:`lm_config`, :func:`depth_config`, :func:`emergence_config`;
 - figures: :mod:`iclr25.retrieval_problem.plots`.
 """
@@ -25,9 +26,10 @@ from .configs import (DepthConfig, EmergenceConfig, LMConfig, depth_config, emer
                       lm_config)
 from .language import (FAMILIES, LETTERS, NAMES, MCQuestion, mc_questions, render_mc, score_mc,
                        wilson_interval)
-from .model import (TrainResult, ablate_heads, add_binding_readout, binding_accuracy,
-                    binding_predictions, accuracy, accuracy_by_depth, attention_maps,
-                    patch_heads, stage_depth, swap_answer, swap_query,
+from .model import (ComposedPatching, TrainResult, ablate_heads, add_binding_readout,
+                    binding_accuracy, binding_predictions, composed_patching, accuracy,
+                    accuracy_by_depth, attention_maps, patch_heads, stage_depth, swap_answer,
+                    swap_query,
                     emergence_times, heads_for_hop, hop_score_history, hop_scores, make_model,
                     predict, train_retrieval)
 from .task import (IC_MODES, ORDERS, SAMPLERS, Batch, RetrievalTask, binding_targets,
@@ -40,7 +42,8 @@ __all__ = [
     "RetrievalTask", "Batch", "follow_chain", "min_layers", "max_depth", "depth_table",
     "IC_MODES", "SAMPLERS", "ORDERS", "composition_ranks", "reach", "reach_loop", "patch_heads",
     "swap_query", "swap_answer", "stage_depth", "binding_targets", "binding_targets_loop",
-    "add_binding_readout", "binding_predictions", "binding_accuracy",
+    "add_binding_readout", "binding_predictions", "binding_accuracy", "ComposedPatching",
+    "composed_patching",
     "NAMES", "LETTERS", "MCQuestion", "render_mc", "mc_questions", "score_mc", "FAMILIES",
     "wilson_interval",
     "make_model", "TrainResult", "train_retrieval", "predict", "accuracy", "accuracy_by_depth",

@@ -29,7 +29,8 @@ from .task import RetrievalTask, binding_targets
 __all__ = ["make_model", "TrainResult", "train_retrieval", "accuracy", "accuracy_by_depth",
            "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "predict",
            "hop_score_history", "heads_for_hop", "patch_heads", "swap_query", "stage_depth",
-           "add_binding_readout", "binding_predictions", "binding_accuracy", "swap_answer"]
+           "add_binding_readout", "binding_predictions", "binding_accuracy", "swap_answer",
+           "ComposedPatching", "composed_patching"]
 
 
 def _slot_hook(pad_id: int):
@@ -579,3 +580,99 @@ def swap_query(task: RetrievalTask, batch, chain: int = 1) -> np.ndarray:
             cur = table[cur]
         y_src[b] = cur
     return X, y_src
+
+
+@dataclass
+class ComposedPatching:
+    """What :func:`composed_patching` returns.
+
+    Attributes
+    ----------
+    mass
+        ``pandas.DataFrame``, one row per head: the mean attention of the layer-0 head at the hop-3
+        fact on its left and on its right neighbour, and of the layer-1 head at the query on the
+        hop-3 fact.
+    binders, readers
+        The ``(layer, head)`` pairs taken as binding heads (layer 0, right neighbour) and reading
+        heads (layer 1, hop-3 fact): mass at least ``min_mass``.
+    table
+        ``pandas.DataFrame``: every head patched alone at its position, then the binders, the
+        readers and the other heads of each layer patched together; the share of answers that
+        moved to the counterfactual one.
+    together
+        ``{"binding heads", "reading heads", "other layer-0 heads", "other layer-1 heads"}`` ->
+        share moved (absent where the set is empty).
+    clean_acc
+        Accuracy on the clean examples.
+    """
+
+    mass: object
+    binders: list
+    readers: list
+    table: object
+    together: dict
+    clean_acc: float
+
+
+def composed_patching(model: TinyGPT, task: RetrievalTask, batch, *,
+                      min_mass: float = 0.25) -> ComposedPatching:
+    """Open the composed hop of a 2-layer model at D = 4: find its heads by attention, then test
+    them by activation patching.
+
+    Introduced in ``03-head-emergence``. In the composable order the fact of hop 3
+    (``c_2 -> c_3``) comes after hops 2 and 4, so in layer 0 it can join both (Theorem 1's pair
+    binding) and in layer 1 the query, which holds ``c_1``, can read ``c_4`` from it. The binding
+    heads are the layer-0 heads that put at least ``min_mass`` of the hop-3 fact's attention on
+    its right neighbour; the reading heads, the layer-1 heads that put at least ``min_mass`` of
+    the query's attention on the hop-3 fact. Each head is patched at the position where it would
+    carry the answer (layer 0 at the hop-3 fact, layer 1 at the query) from
+    :func:`swap_answer`'s counterfactual, in which only the last fact's value changes.
+
+    ``batch`` must hold examples of depth 4 from a task with ``max_depth >= 4`` in the composable
+    order.
+    """
+    import pandas as pd
+
+    if model.cfg.n_layers != 2:
+        raise ValueError(f"composed_patching needs a 2-layer model, got {model.cfg.n_layers} layers")
+    if task.order != "composable" or task.max_depth < 4:
+        raise ValueError("composed_patching needs the composable order and max_depth >= 4, got "
+                         f"order={task.order!r}, max_depth={task.max_depth}")
+    if not (np.asarray(batch.depth) == 4).all():
+        raise ValueError("composed_patching needs examples of depth 4 (task.sample(n, seed, depth=4))")
+    H = model.cfg.n_heads
+    A = attention_maps(model, batch.X)                        # (layers, heads, batch, T, T)
+    P = np.asarray(batch.hop_pos)
+    ix, mid = np.arange(len(P)), P[:, 2]
+    mass = pd.DataFrame({
+        "layer-0 head at the hop-3 fact: on its left neighbour": A[0][:, ix, mid, P[:, 1]].mean(-1),
+        "layer-0 head at the hop-3 fact: on its right neighbour": A[0][:, ix, mid, P[:, 3]].mean(-1),
+        "layer-1 head at the query: on the hop-3 fact": A[1][:, ix, -1, mid].mean(-1)},
+        index=[f"head {h}" for h in range(H)])
+    binders = [(0, h) for h in range(H) if mass.iloc[h, 1] >= min_mass]
+    readers = [(1, h) for h in range(H) if mass.iloc[h, 2] >= min_mass]
+    Xs, ys = swap_answer(task, batch)
+
+    def moved(heads, where):
+        return float((patch_heads(model, batch.X, Xs, heads, position=where) == ys).mean())
+
+    where = {0: (mid, "hop-3 fact"), 1: (-1, "query")}
+    rows = []
+    for l in (0, 1):
+        for h in range(H):
+            role = ("binds the right neighbour" if (l, h) in binders else
+                    "reads the joined fact" if (l, h) in readers else "other")
+            rows.append({"heads": f"L{l}H{h}", "patched at": where[l][1], "role": role,
+                         "answers moved to c4'": moved([(l, h)], where[l][0])})
+    sets = {"binding heads": (0, binders), "reading heads": (1, readers),
+            "other layer-0 heads": (0, [(0, h) for h in range(H) if (0, h) not in binders]),
+            "other layer-1 heads": (1, [(1, h) for h in range(H) if (1, h) not in readers])}
+    together = {}
+    for name, (l, heads) in sets.items():
+        if heads:
+            together[name] = moved(heads, where[l][0])
+            rows.append({"heads": ", ".join(f"L{a}H{b}" for a, b in heads),
+                         "patched at": where[l][1], "role": name + " together",
+                         "answers moved to c4'": together[name]})
+    clean = float((predict(model, batch.X) == np.asarray(batch.y)).mean())
+    return ComposedPatching(mass, binders, readers, pd.DataFrame(rows), together, clean)
