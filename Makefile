@@ -4,7 +4,9 @@
 #   make test        the results ledger is current + unit tests + every notebook under nbval (smoke
 #                    profile) + a strict render of those executed notebooks + headless Chromium
 #   make results     re-run, at the book profile, every notebook whose committed result is stale
-#   make verify      CI: re-run some book notebooks, compare with their committed results
+#   make verify      CI: re-run some book notebooks in an empty cache and HOME, compare with results/
+#   make reproduce   the book (or NOTEBOOKS="12 19-vla-gender-bias/02-toy-vla") as a fresh clone
+#                    runs it (empty cache, HOME, runs/): verdict changes and numbers beyond tolerance
 #   make robustness  every notebook over seeds 0,1,2 (smoke): per finding, held in k of 3 seeds
 #   make smoke       the whole book in the smoke profile (quick preview) -> _build_smoke/_build/html
 #   make bench       all benchmarks (installs the bench extra) -> results/bench/*.json
@@ -37,7 +39,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
 .PHONY: install book book-force smoke test ledger unit render browser notebooks bench clean \
-  results verify robustness gpu-check
+  results verify reproduce robustness gpu-check
 
 install: $(STAMP)
 
@@ -79,6 +81,11 @@ results: $(STAMP)
 
 verify: $(STAMP)
 	$(BIN)/iclr25 verify-results --budget 420  # stops starting re-runs past it; make test takes ~32 of CI's 45 min
+
+# every notebook (or NOTEBOOKS=...) in a fresh environment, compared with the committed results
+NOTEBOOKS ?=
+reproduce: $(STAMP)
+	$(BIN)/iclr25 reproduce $(NOTEBOOKS)
 
 # not part of CI: results/robustness/<chapter>/<notebook>.json, shown on the scorecard page
 robustness: $(STAMP)

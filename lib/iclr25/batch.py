@@ -380,7 +380,8 @@ def _collect_claims(out_dir: Path, since: float) -> tuple[list[dict], dict, str 
 def run_notebook(notebook: str | os.PathLike, profile: str | None = None,
                  parameters: Mapping[str, Any] | None = None,
                  out_dir: str | os.PathLike | None = None, progress: bool = False,
-                 kernel: str | None = None, timeout: float | None = None) -> RunResult:
+                 kernel: str | None = None, timeout: float | None = None,
+                 env: Mapping[str, str] | None = None) -> RunResult:
     """Execute ``notebook`` with papermill at ``profile`` with ``parameters``.
 
     Parameters
@@ -401,6 +402,9 @@ def run_notebook(notebook: str | os.PathLike, profile: str | None = None,
         Jupyter kernel name; default: the notebook's own, else ``python3``.
     timeout:
         Seconds a single cell may run (default: no limit).
+    env:
+        More environment variables for the kernel (e.g. an empty ``HOME`` and ``ICLR25_CACHE``,
+        as :mod:`iclr25.reproduce` gives it); this process's environment is not touched.
 
     Unknown parameter names, unknown profiles and missing notebooks raise before anything runs
     (:class:`~iclr25.profiles.ProfileError`, ``FileNotFoundError``). A notebook that raises does not:
@@ -421,7 +425,7 @@ def run_notebook(notebook: str | os.PathLike, profile: str | None = None,
     if kernel is None:
         meta = nbformat.read(path, as_version=4).metadata
         kernel = (meta.get("kernelspec") or {}).get("name") or "python3"
-    env = {"ICLR25_RESULTS_DIR": str(run_dir), "ICLR25_PROFILE": profile}
+    env = {**(env or {}), "ICLR25_RESULTS_DIR": str(run_dir), "ICLR25_PROFILE": profile}
 
     t0 = time.time()
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -10,6 +10,7 @@
     iclr25 check-results                  # is every committed book result current? (make test)
     iclr25 refresh-results [NOTEBOOK...]  # re-run stale notebooks at the book profile into results/
     iclr25 verify-results [--budget S]    # CI: re-run some book notebooks, compare with results/
+    iclr25 reproduce [NOTEBOOK...]        # re-run in an empty cache/HOME, as a fresh clone would
     iclr25 robustness [CHAPTER...] --seeds 0,1,2 --profile smoke   # per finding: held in k of n seeds
 
 Also ``python -m iclr25 ...``. The work is done by :mod:`iclr25.batch` and :mod:`iclr25.scorecard`.
@@ -25,6 +26,9 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__, paths, profiles
+from .reproduce import FACTOR, FLOOR_S
+
+FACTOR_TEXT = f"{FACTOR:g} x the notebook's recorded time (at least {FLOOR_S:.0f} s)"
 
 __all__ = ["main", "build_parser"]
 
@@ -156,6 +160,31 @@ def build_parser() -> argparse.ArgumentParser:
                     help="book-profile run time to spend, by the durations the ledger recorded "
                          "(default: 900)")
     vr.add_argument("--results", metavar="DIR", help="the ledger (default: results/)")
+    vr.add_argument("--warm", action="store_true",
+                    help="use this machine's caches (~/.cache/iclr25, runs/) instead of an empty "
+                         "HOME, cache and runs folder (the default: what a fresh clone gets)")
+
+    rp = sub.add_parser("reproduce", help="re-run notebooks as a fresh clone would; diff with results/",
+                        formatter_class=_Formatter,
+                        description="Execute notebooks at the book profile in a fresh environment "
+                                    "(an empty HOME,\n$ICLR25_CACHE and $ICLR25_RUNS_DIR, shared by "
+                                    "the notebooks of this run, in the\nbook's order) and print, "
+                                    "per notebook, the verdicts that moved and the numbers\nbeyond "
+                                    "their tolerance against the committed results; numbers without "
+                                    "a\ntolerance that moved are listed too. A cell may run "
+                                    f"{FACTOR_TEXT}; a time-out\nre-runs the notebook once. Exit 1 "
+                                    "when a notebook failed, a verdict moved or a\nnumber left its "
+                                    "tolerance (with --strict: also a number without one).")
+    rp.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                    help="notebooks or chapters (18-relu-landscape, 18); default: the whole book")
+    rp.add_argument("--results", metavar="DIR", help="the committed ledger (default: results/)")
+    rp.add_argument("--env", metavar="DIR", help="the fresh environment's folder (default: a new "
+                                                 "one under the run folder; reuse one to share "
+                                                 "what earlier notebooks built)")
+    rp.add_argument("--update", action="store_true",
+                    help="copy each re-run's result into the ledger (re-commit from a fresh clone)")
+    rp.add_argument("--strict", action="store_true",
+                    help="also fail when a number without a tol moved")
 
     rb = sub.add_parser("robustness", help="run notebooks over seeds: per finding, held in k of n",
                         formatter_class=_Formatter,
@@ -417,7 +446,7 @@ def _cmd_refresh_results(args) -> int:
 def _cmd_verify_results(args) -> int:
     import json
 
-    from . import batch, ledger
+    from . import batch, ledger, reproduce
 
     folder = _ledger_dir(args)
     if args.notebooks:
@@ -428,6 +457,11 @@ def _cmd_verify_results(args) -> int:
     print(f"verify-results: re-running {len(picked)} notebook(s) at the book profile ({why}): "
           + ", ".join(picked), flush=True)
     parent = batch.new_run_dir("verify-results")
+    env = None if args.warm else reproduce.fresh_environment(parent / "fresh-env")
+    if env is not None:
+        print(f"verify-results: in a fresh environment (empty HOME, ICLR25_CACHE, ICLR25_RUNS_DIR "
+              f"under {_rel(parent / 'fresh-env')}), as a fresh clone runs them", flush=True)
+    picked = _book_order(picked)
     failures, skipped, start = 0, [], time.perf_counter()
     for i, ident in enumerate(picked):
         spent = time.perf_counter() - start
@@ -443,22 +477,99 @@ def _cmd_verify_results(args) -> int:
             failures += 1
             continue
         committed = json.loads(committed_file.read_text())
-        res = batch.run_notebook(ident, profile=ledger.LEDGER_PROFILE,
-                                 out_dir=parent / ident.replace("/", "-"))
-        saved = res.out_dir / chapter / f"{notebook}.json"
-        problems = ledger.compare(committed, json.loads(saved.read_text())) if saved.is_file() \
-            else ["the re-run saved no result"]
-        if not res.ok:
-            problems.append(f"the re-run raised: {res.error}")
+        out = reproduce.run_fresh(ident, env or {}, parent / ident.replace("/", "-"), committed)
+        problems = out.verdicts + out.beyond_tol
+        if not out.ok:
+            problems.append(f"the re-run raised: {out.error}")
         status = "ok" if not problems else "FAILED"
-        print(f"{status}: {ident} in {res.duration_s:.0f} s (committed: {committed.get('elapsed_s')} s)")
+        print(f"{status}: {ident} in {out.duration_s:.0f} s (committed: {committed.get('elapsed_s')} s)"
+              + (f", {out.attempts} attempts (a time-out)" if out.attempts > 1 else ""))
         for p in problems:
             print(f"  - {p}")
+        for p in out.untoleranced:
+            print(f"  . {p}")
         failures += bool(problems)
     ran = len(picked) - len(skipped)
     print(f"{ran - failures}/{ran} re-run(s) reproduce the committed results"
           + (f" ({len(skipped)} skipped for time)" if skipped else "") + f"; runs: {_rel(parent)}/")
     return 0 if failures == 0 else 1
+
+
+def _book_order(idents: Sequence[str]) -> list[str]:
+    """``idents`` in the book's order (a notebook may read what an earlier one of its chapter
+    saved under runs/); those not in the book last."""
+    from . import ledger
+
+    order = {n: i for i, n in enumerate(ledger.book_notebooks())}
+    return sorted(idents, key=lambda n: order.get(n, len(order)))
+
+
+def _select(names: Sequence[str]) -> list[str]:
+    """Notebooks (``chapter/notebook``) and chapters (``18-relu-landscape``, ``18``) as the book's
+    notebooks they name, in the book's order; an unknown name is a ValueError listing chapters."""
+    from . import batch, ledger
+
+    book = ledger.book_notebooks()
+    if not names:
+        return book
+    out: list[str] = []
+    chapters = sorted({b.split("/")[0] for b in book})
+    for name in names:
+        name = name.strip().rstrip("/")
+        hit = [c for c in chapters if name in (c, c[:2]) or name.lstrip("0") == c[:2].lstrip("0")]
+        if "/" not in name and hit:
+            out += [b for b in book if b.split("/")[0] == hit[0]]
+        else:
+            out.append(batch.notebook_id(batch.resolve_notebook(name)))
+    return _book_order(dict.fromkeys(out))
+
+
+def _cmd_reproduce(args) -> int:
+    import json
+    import shutil
+
+    from . import batch, reproduce
+
+    folder = _ledger_dir(args)
+    todo = _select(args.notebooks)
+    parent = batch.new_run_dir("reproduce")
+    env = reproduce.fresh_environment(args.env or parent / "fresh-env")
+    print(f"reproduce: {len(todo)} notebook(s) at the book profile in a fresh environment "
+          f"({env['HOME'].rsplit('/', 1)[0]}): empty HOME, ICLR25_CACHE, ICLR25_RUNS_DIR", flush=True)
+    outcomes, bad = [], 0
+    for i, ident in enumerate(todo, 1):
+        chapter, notebook = ident.split("/", 1)
+        committed_file = folder / chapter / f"{notebook}.json"
+        committed = json.loads(committed_file.read_text()) if committed_file.is_file() else None
+        print(f"[{i}/{len(todo)}] {ident} ...", flush=True)
+        out = reproduce.run_fresh(ident, env, parent / ident.replace("/", "-"), committed)
+        outcomes.append(out)
+        failed = not out.reproduced or (args.strict and out.untoleranced) or committed is None
+        bad += bool(failed)
+        state = ("no committed result" if committed is None else
+                 "reproduced" if out.reproduced and not out.untoleranced else
+                 "reproduced (verdicts and tolerances; untoleranced numbers moved)"
+                 if out.reproduced else "NOT REPRODUCED" if out.ok else "FAILED")
+        print(f"  {state} in {out.duration_s:.0f} s (committed: {out.committed_s} s)"
+              + (f", {out.attempts} attempts (a time-out)" if out.attempts > 1 else ""), flush=True)
+        if out.error:
+            print(f"  error: {out.error}")
+        for line in out.verdicts + out.beyond_tol:
+            print(f"  - {line}")
+        for line in out.untoleranced:
+            print(f"  . {line}")
+        if args.update and out.result_file is not None:
+            (folder / chapter).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out.result_file, committed_file)
+            print(f"  ledger: {_rel(committed_file)} updated")
+    report = parent / "reproduce.json"
+    report.write_text(json.dumps([o.to_dict() for o in outcomes], indent=2) + "\n")
+    n_ok = sum(o.reproduced for o in outcomes)
+    n_exact = sum(o.reproduced and not o.untoleranced for o in outcomes)
+    print(f"reproduce: {n_ok}/{len(outcomes)} notebook(s) reproduce the committed verdicts and "
+          f"tolerances ({n_exact} with every untoleranced number equal too), "
+          f"{sum(o.duration_s for o in outcomes):.0f} s; report: {_rel(report)}")
+    return 0 if bad == 0 else 1
 
 
 def _cmd_robustness(args) -> int:
@@ -496,7 +607,8 @@ def _cmd_robustness(args) -> int:
 
 COMMANDS = {"run": _cmd_run, "sweep": _cmd_sweep, "list": _cmd_list, "scorecard": _cmd_scorecard,
             "check-results": _cmd_check_results, "refresh-results": _cmd_refresh_results,
-            "verify-results": _cmd_verify_results, "robustness": _cmd_robustness}
+            "verify-results": _cmd_verify_results, "reproduce": _cmd_reproduce,
+            "robustness": _cmd_robustness}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = ["LEDGER_PROFILE", "Problem", "notebook_file", "notebook_imports", "module_deps",
            "input_files", "input_hashes", "code_names", "split_constraints", "pin_name",
            "constraints_hash", "CONSTRAINTS_MARKER", "inputs_record", "book_notebooks", "check",
-           "compare", "as_numbers", "untestable_claims", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
+           "compare", "moved_untoleranced", "code_digest", "as_numbers", "untestable_claims", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
 
 LEDGER_PROFILE = "book"
 PACKAGE = "iclr25"
@@ -282,6 +282,29 @@ def input_hashes(chapter: str, notebook: str, root: Path | None = None,
     return out
 
 
+def code_digest(*modules: str, package_dir: Path | None = None) -> str:
+    """A SHA-256 of the code that builds a cached artifact: every ``iclr25`` module that
+    importing ``modules`` executes (transitively, as for a result's inputs, this module left out)
+    and the versions of numpy and torch. Part of the shared core: a chapter keys a cache entry
+    under ``runs/`` or ``iclr25.paths.cache_dir()`` by its config *and* this digest
+    (:func:`iclr25.paths.artifact_path`), so an entry built by older code is never read back as
+    if the current code had built it (a fresh clone would not get it)."""
+    import importlib.metadata as md
+
+    package_dir = (package_dir or _package_dir()).resolve()
+    mods = module_deps([m if m.startswith(PACKAGE) else f"{PACKAGE}.{m}" for m in modules],
+                       package_dir)
+    mods.pop(__name__, None)
+    hashes = {f"lib/{PACKAGE}/" + p.resolve().relative_to(package_dir).as_posix(): _file_hash(p)
+              for p in mods.values()}
+    for dist in ("numpy", "torch"):
+        try:
+            hashes[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            hashes[dist] = "absent"
+    return _digest(hashes)
+
+
 def _digest(hashes: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(dict(sorted(hashes.items()))).encode()).hexdigest()
 
@@ -430,8 +453,9 @@ def untestable_claims(result: Mapping) -> list[dict]:
 
 def compare(committed: Mapping, rerun: Mapping) -> list[str]:
     """What a re-run (``rerun``, a result dict) does not reproduce of the ``committed`` one: a claim
-    that held and no longer holds (or is gone), and a number that moved beyond the claim's stated
-    ``tol`` (absolute, elementwise for lists). Empty when the re-run reproduces it."""
+    whose verdict moved (held and no longer holds, or the other way; or is gone), and a number
+    that moved beyond the claim's stated ``tol`` (absolute, elementwise for lists). Empty when the
+    re-run reproduces it. Numbers without a ``tol``: :func:`moved_untoleranced`."""
     new = {c.get("claim"): c for c in rerun.get("claims", [])}
     out = []
     for c in committed.get("claims", []):
@@ -442,6 +466,9 @@ def compare(committed: Mapping, rerun: Mapping) -> list[str]:
             continue
         if c.get("holds") and not r.get("holds"):
             out.append(f"held, now does not: {text} (committed: {c.get('ours')}, "
+                       f"re-run: {r.get('ours')})")
+        elif not c.get("holds") and r.get("holds"):
+            out.append(f"did not hold, now holds: {text} (committed: {c.get('ours')}, "
                        f"re-run: {r.get('ours')})")
         tol = c.get("tol")
         if tol is not None:
@@ -454,6 +481,29 @@ def compare(committed: Mapping, rerun: Mapping) -> list[str]:
                      for x, y in zip(a, b)):
                 out.append(f"moved beyond tol {tol}: {text} (committed: {c.get('ours')}, "
                            f"re-run: {r.get('ours')})")
+    return out
+
+
+def moved_untoleranced(committed: Mapping, rerun: Mapping, rel: float = 1e-9) -> list[str]:
+    """Claims without a ``tol`` whose numbers (``ours`` as :func:`as_numbers` reads it) differ
+    between ``committed`` and ``rerun`` beyond float rounding (relative ``rel``): a result that
+    was meant to be bit-for-bit reproducible and is not. Descriptive (string) values that differ
+    are listed too."""
+    new = {c.get("claim"): c for c in rerun.get("claims", [])}
+    out = []
+    for c in committed.get("claims", []):
+        r = new.get(c.get("claim"))
+        if r is None or c.get("tol") is not None:
+            continue
+        a, b = as_numbers(c.get("ours")), as_numbers(r.get("ours"))
+        if a is not None and b is not None and len(a) == len(b):
+            if any(not (math.isclose(x, y, rel_tol=rel, abs_tol=1e-12)
+                        or (math.isnan(x) and math.isnan(y))) for x, y in zip(a, b)):
+                out.append(f"moved (no tol): {c.get('claim')} (committed: {c.get('ours')}, "
+                           f"re-run: {r.get('ours')})")
+        elif c.get("ours") != r.get("ours"):
+            out.append(f"changed (no tol): {c.get('claim')} (committed: {c.get('ours')!r}, "
+                       f"re-run: {r.get('ours')!r})")
     return out
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["repo_root", "results_dir", "runs_dir", "notebooks_dir", "cache_dir", "package_file"]
+__all__ = ["repo_root", "results_dir", "runs_dir", "notebooks_dir", "cache_dir", "artifact_path",
+           "package_file"]
 
 _MARKERS = ("_toc.yml", "pyproject.toml")
 
@@ -47,6 +48,22 @@ def notebooks_dir() -> Path:
 def cache_dir() -> Path:
     """Model cache: ``$ICLR25_CACHE``, else ``~/.cache/iclr25``."""
     return Path(os.environ.get("ICLR25_CACHE", Path.home() / ".cache" / "iclr25"))
+
+
+def artifact_path(base: Path, stem: str, key: str, builders: tuple[str, ...] | list[str],
+                  suffix: str = "") -> Path:
+    """Where a cached artifact lives: ``base / f"{stem}-{key}-{code}{suffix}"``, ``key`` the
+    config's hash and ``code`` the first 12 hex digits of
+    :func:`iclr25.ledger.code_digest` of ``builders`` (the modules that build it, dotted names).
+
+    Part of the shared core, used by every chapter that caches (chapters 05, 06, 08, 10, 12). An
+    entry is found again only when the same settings *and* the same code built it: after any
+    change to the builders or to a module they import, the next run rebuilds it, as a fresh clone
+    would. ``base`` is usually ``runs_dir() / chapter`` or ``cache_dir() / name``.
+    """
+    from .ledger import code_digest
+
+    return Path(base) / f"{stem}-{key}-{code_digest(*builders)[:12]}{suffix}"
 
 
 def package_file(package: str, *parts: str, install: str | None = None) -> Path:

@@ -274,3 +274,63 @@ def test_robustness_command_sweeps_every_seed(book, capsys, tmp_path):
     assert held == {"lr is below 0.01": (2, 2), "seed is even": (1, 2)}
     assert main(["robustness", "77", "--results", str(tmp_path)]) == 2
     assert "not a chapter of the book" in capsys.readouterr().err
+
+
+def test_reproduce_runs_in_a_fresh_environment_and_names_what_moved(book, capsys, tmp_path):
+    """`iclr25 reproduce` re-runs at the book profile with an empty HOME, cache and runs folder and
+    compares with the committed result: reproduced as committed; after an edit that flips a
+    verdict, NOT REPRODUCED with the claim named, and --update re-commits the fresh result."""
+    assert main(["refresh-results"]) == 0
+    capsys.readouterr()
+    env_dir = tmp_path / "fresh"
+    assert main(["reproduce", "99-test", "--env", str(env_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "[1/1] 99-test/01-tiny" in out and "reproduced in" in out
+    assert "1/1 notebook(s) reproduce the committed verdicts" in out
+    assert sorted(p.name for p in env_dir.iterdir()) == ["cache", "home", "runs"]
+
+    path = book / "notebooks" / "99-test" / "01-tiny.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = nb.cells[0].source.replace("lr = 1e-3", "lr = 2e-2")
+    nbformat.write(nb, path)
+    assert main(["reproduce", "99-test/01-tiny"]) == 1
+    out = capsys.readouterr().out
+    # (a must-hold claim that fails raises, so the notebook itself fails too)
+    assert "FAILED in" in out and "held, now does not: lr is below 0.01" in out
+    assert ". moved (no tol): lr is below 0.01 (committed: 0.001, re-run: 0.02)" in out
+    assert main(["reproduce", "99-test/01-tiny", "--update"]) == 1
+    saved = json.loads((book / "results" / "99-test" / "01-tiny.json").read_text())
+    assert [c["ours"] for c in saved["claims"]][0] == 0.02
+    capsys.readouterr()
+    main(["reproduce", "99-test/01-tiny"])  # the verdicts now match the re-committed result
+    assert "held, now does not" not in capsys.readouterr().out
+    assert main(["reproduce", "no-such-chapter"]) == 2
+
+
+def test_run_fresh_gives_the_kernel_the_environment_and_retries_a_time_out_once(tmp_path, monkeypatch):
+    from iclr25 import batch, reproduce
+
+    calls = []
+
+    def fake_run(ident, profile, out_dir, timeout, env):
+        calls.append((ident, profile, timeout, dict(env)))
+        ok = len(calls) > 1
+        return batch.RunResult(notebook=ident, out_dir=Path(out_dir), output_notebook=Path(out_dir),
+                               parameters={}, profile=profile, ok=ok,
+                               error=None if ok else "CellTimeoutError: A cell timed out",
+                               duration_s=1.0, claims=[], metrics={})
+
+    monkeypatch.setattr(batch, "run_notebook", fake_run)
+    env = reproduce.fresh_environment(tmp_path / "env")
+    assert all(Path(v).is_dir() and not any(Path(v).iterdir()) for k, v in env.items() if k != "HOME")
+    out = reproduce.run_fresh("99-test/01-tiny", env, tmp_path / "out", {"elapsed_s": 200.0})
+    assert out.ok and out.attempts == 2 and out.duration_s == 2.0
+    assert [c[2] for c in calls] == [1000, 1000]          # 5 x the recorded 200 s
+    assert all(c[1] == "book" and c[3]["HOME"] == env["HOME"] for c in calls)
+    assert out.verdicts == ["the re-run saved no result"] and not out.reproduced
+
+    calls.clear()
+    monkeypatch.setattr(batch, "run_notebook", lambda *a, **k: fake_run(*a, **k) if False else
+                        batch.RunResult("x", tmp_path, tmp_path, {}, "book", False,
+                                        "ValueError: a bug", 1.0, [], {}))
+    assert reproduce.run_fresh("99-test/01-tiny", env, tmp_path / "o2").attempts == 1  # no retry

@@ -172,8 +172,9 @@ def test_compare_fails_on_a_flipped_finding():
     assert ledger.compare(committed, _result(("a", True, 0.8, None), ("b", False, 0.2, None))) == []
     flipped = ledger.compare(committed, _result(("a", False, 0.4, None), ("b", False, 0.1, None)))
     assert len(flipped) == 1 and flipped[0].startswith("held, now does not: a")
-    # a claim that did not hold and now does is no regression
-    assert ledger.compare(committed, _result(("a", True, 0.9, None), ("b", True, 0.9, None))) == []
+    # a verdict that moves the other way is a change too: a fresh clone must get the committed book
+    up = ledger.compare(committed, _result(("a", True, 0.9, None), ("b", True, 0.9, None)))
+    assert len(up) == 1 and up[0].startswith("did not hold, now holds: b")
     gone = ledger.compare(committed, _result(("b", False, 0.1, None)))
     assert gone == ["claim no longer recorded: a"]
 
@@ -268,3 +269,62 @@ def test_pin_name_normalises_requirement_lines():
     assert ledger.pin_name("Scikit_Bio==0.6.2") == "scikit_bio"
     assert ledger.pin_name("dask[distributed]==2024.1 ; python_version>'3'") == "dask"
     assert ledger.pin_name("inspect-ai>=0.3") == "inspect_ai"
+
+
+def test_moved_untoleranced_lists_numbers_without_a_tol_that_moved():
+    committed = _result(("a", True, 0.25, None), ("b", True, [1, 2], None), ("c", True, 0.5, 0.1),
+                        ("d", True, "x", None), ("e", True, float("nan"), None))
+    same = _result(("a", True, 0.25 + 1e-12, None), ("b", True, [1, 2], None), ("c", True, 0.55, None),
+                   ("d", True, "x", None), ("e", True, float("nan"), None))
+    assert ledger.moved_untoleranced(committed, same) == []
+    moved = ledger.moved_untoleranced(committed, _result(
+        ("a", True, 0.26, None), ("b", True, [1, 3], None), ("c", True, 0.9, None),
+        ("d", True, "y", None), ("e", True, float("nan"), None)))
+    assert [m.split(":")[0] for m in moved] == ["moved (no tol)", "moved (no tol)", "changed (no tol)"]
+    assert [m.split(": ")[1].split(" (")[0] for m in moved] == ["a", "b", "d"]
+
+
+def test_code_digest_follows_the_builders_and_their_imports(book):
+    pkg = book / "lib" / "iclr25"
+    d0 = ledger.code_digest("iclr25.chap", package_dir=pkg)
+    assert d0 == ledger.code_digest("chap", package_dir=pkg)          # the prefix is optional
+    assert ledger.code_digest("iclr25.core", package_dir=pkg) != d0
+    (pkg / "unused.py").write_text("Y = 4\n")                          # not imported by chap
+    assert ledger.code_digest("iclr25.chap", package_dir=pkg) == d0
+    (pkg / "tinygpt.py").write_text("def f():\n    return 3\n")     # imported lazily by chap.model
+    assert ledger.code_digest("iclr25.chap", package_dir=pkg) != d0
+
+
+def test_artifact_path_is_keyed_by_config_and_code(tmp_path, monkeypatch):
+    from iclr25 import ledger as real
+    p = paths.artifact_path(tmp_path, "zoo-book", "cfg1", ["iclr25.phylolm.study"])
+    assert p.parent == tmp_path and p.name.startswith("zoo-book-cfg1-")
+    assert p == paths.artifact_path(tmp_path, "zoo-book", "cfg1", ["iclr25.phylolm.study"])
+    assert p != paths.artifact_path(tmp_path, "zoo-book", "cfg2", ["iclr25.phylolm.study"])
+    assert paths.artifact_path(tmp_path, "a", "k", ["iclr25.profiles"], suffix=".pt").suffix == ".pt"
+    monkeypatch.setattr(real, "_file_hash", lambda path: "edited")    # any code change moves it
+    assert p != paths.artifact_path(tmp_path, "zoo-book", "cfg1", ["iclr25.phylolm.study"])
+
+
+def test_every_cache_of_the_book_is_keyed_by_code(tmp_path, monkeypatch):
+    """The chapters' caches (runs/ and the cache folder) change their path when the code that
+    builds them changes: a fresh clone never gets an entry a warm machine would reuse."""
+    from iclr25 import ledger as real
+    from iclr25.phylolm import configs as pconf, study
+    from iclr25.topk_sae import acts
+
+    monkeypatch.setenv("ICLR25_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("ICLR25_CACHE", str(tmp_path / "cache"))
+    cfg = pconf.zoo_config("smoke")
+    from iclr25.refat import configs as rconf, pipeline
+
+    spec, sft = acts.ActsSpec(n_tokens=1000), rconf.training("smoke").sft
+
+    def where():
+        return [study.zoo_folder(cfg, "smoke"), acts.default_cache_folder(spec),
+                pipeline.cache_path(sft)]
+
+    before = where()
+    assert all(str(tmp_path) in str(p) for p in before)
+    monkeypatch.setattr(real, "_file_hash", lambda path: "edited")
+    assert all(a != b for a, b in zip(before, where()))

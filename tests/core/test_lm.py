@@ -245,8 +245,10 @@ def test_cache_write_is_atomic(loaded, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
     monkeypatch.setattr(lm.loading, "_tokenizer_from_gguf", lambda spec: tok)
-    model, _ = lm.load()  # builds the (tiny) cache
-    assert model is tiny
+    model, _ = lm.load()  # builds the (tiny) cache and reads it back, as every later load does
+    assert model is not tiny and model.config.hidden_size == 16
+    for (name, a), b in zip(tiny.state_dict().items(), model.state_dict().values()):
+        assert torch.equal(a, b), name  # the first load equals what the cache gives later
     assert [p.name for p in tmp_path.iterdir()] == ["smollm2-135m-instruct"]
     monkeypatch.setattr(lm.loading, "_model_from_gguf", lambda spec: pytest.fail("cache not used"))
     again, tok2 = lm.load(dtype=torch.bfloat16)

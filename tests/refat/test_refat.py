@@ -351,10 +351,11 @@ def test_sft_cache_key_holds_the_training_code(tmp_path, monkeypatch):
     cfg = R.configs.training("smoke").sft
     p0 = pipeline.cache_path(cfg)
     assert p0.parent == tmp_path / "08-refat" and p0 == pipeline.cache_path(cfg)
-    h = hashlib.sha256()
-    for f in (R.training.__file__, R.data.__file__):
-        h.update(Path(f).read_bytes())
-    assert pipeline.sft_code_version() == f"{pipeline.SFT_CACHE_VERSION}-{h.hexdigest()[:12]}"
+    from iclr25.ledger import code_digest, module_deps
+    digest = code_digest("iclr25.refat.pipeline", "iclr25.refat.training", "iclr25.refat.data")
+    assert pipeline.sft_code_version() == f"{pipeline.SFT_CACHE_VERSION}-{digest[:12]}"
+    # the digest covers what training imports (the model loader, LoRA), not only training.py
+    assert "iclr25.lm.loading" in module_deps(["iclr25.refat.training"])
     assert pipeline.cache_path(cfg.__class__(**{**cfg.__dict__, "lr": cfg.lr * 2})) != p0
     monkeypatch.setattr(pipeline, "SFT_CACHE_VERSION", pipeline.SFT_CACHE_VERSION + 1)
     assert pipeline.cache_path(cfg) != p0

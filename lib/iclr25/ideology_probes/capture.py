@@ -113,18 +113,19 @@ def mean_embeddings(model: nn.Module, tokenizer, texts: Sequence[str]) -> np.nda
 def cached_head_outputs(model: nn.Module, tokenizer, texts: Sequence[str], *, batch_size: int = 16,
                         tag: str = "acts", model_name: str = "smollm2-135m-instruct") -> np.ndarray:
     """:func:`head_outputs`, saved under ``runs/10-ideology-probes/`` keyed by a hash of the
-    model name and the texts, so the chapter's later notebooks reuse what ``01-head-probing``
+    model name, the texts and the code (:func:`iclr25.paths.artifact_path`), so the chapter's later notebooks reuse what ``01-head-probing``
     captured (the same prompts give the same file; anything else recomputes). ``runs/`` is not
     committed; deleting it only costs time.
 
     Defined in chapter 10 (ideology probes)."""
     import hashlib
 
-    from ..paths import runs_dir
+    from ..paths import artifact_path, runs_dir
 
     texts = check_texts(texts)
     key = hashlib.sha256("\x00".join([model_name, *texts]).encode()).hexdigest()[:16]
-    path = runs_dir() / "10-ideology-probes" / f"{tag}-{key}.npy"
+    # keyed by the texts and by the code that captures them (this module and its imports)
+    path = artifact_path(runs_dir() / "10-ideology-probes", tag, key, [__name__], suffix=".npy")
     if path.is_file():
         try:
             acts = np.load(path)

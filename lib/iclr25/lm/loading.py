@@ -399,9 +399,13 @@ def _load_builtin(spec: BuiltinModel, dtype: torch.dtype):
         except OSError as err:  # a read-only or full disk: still return the model
             warnings.warn(f"could not cache {spec.name} under {folder} ({err}); the next load "
                           "will dequantize the GGUF file again", RuntimeWarning, stacklevel=3)
-        if dtype != torch.float32:
-            model = model.to(dtype)
-        return model, tokenizer
+            if dtype != torch.float32:
+                model = model.to(dtype)
+            return model, tokenizer
+        # read back what was written: the first load (an empty cache, a fresh clone) then builds
+        # the model exactly as every later load does (same config, attention implementation and
+        # tied weights), so a result cannot depend on whether the cache was warm
+        del model, tokenizer
     with _quiet_transformers():
         model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype)
         tokenizer = AutoTokenizer.from_pretrained(str(folder))

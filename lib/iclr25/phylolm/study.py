@@ -2,7 +2,8 @@
 
 :func:`build_zoo` is what notebook 01 runs and notebooks 02-03 reuse: it saves everything they
 need (names, families, edits, the true genealogy, genes, alleles, benchmark scores, the G/N pool)
-as one JSON file under ``runs/12-phylolm/zoo-<profile>-<hash>/``, keyed by the config, and loads
+as one JSON file under ``runs/12-phylolm/zoo-<profile>-<hash>-<code>/``, keyed by the config and the
+code that builds it (:func:`zoo_folder`), and loads
 it instead of rebuilding when it is there.
 """
 
@@ -57,7 +58,11 @@ def model_seed(seed: int, name: str, coupled: bool = True) -> int:
 
 
 def zoo_folder(cfg: ZooConfig, profile: str) -> Path:
-    return paths.runs_dir() / "12-phylolm" / f"zoo-{profile}-{cfg.key()}"
+    """``runs/12-phylolm/zoo-<profile>-<config key>-<code digest>/``: keyed by the config and by
+    the code that builds the zoo (this module and everything it imports,
+    :func:`iclr25.paths.artifact_path`), so a zoo built by older code is rebuilt."""
+    return paths.artifact_path(paths.runs_dir() / "12-phylolm", f"zoo-{profile}", cfg.key(),
+                               [__name__])
 
 
 def build_zoo(cfg: ZooConfig, profile: str, *, rebuild: bool = False) -> Zoo:

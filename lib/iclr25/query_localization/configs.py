@@ -110,7 +110,10 @@ def fact_run(model, tokenizer, cfg: Config, *, cache: bool = True, show_progress
     from .attribution import attribute
     from .facts import filter_known, make_facts
 
-    file = Path(paths.runs_dir()) / "05-query-localization" / f"facts-{_key(cfg)}.pt"
+    # keyed by the settings and by the code that builds the facts and their attributions
+    file = paths.artifact_path(Path(paths.runs_dir()) / "05-query-localization", "facts", _key(cfg),
+                               [__name__, "iclr25.query_localization.attribution",
+                                "iclr25.query_localization.facts"], suffix=".pt")
     if cache and file.exists():
         try:
             return FactRun(**torch.load(file, weights_only=False), cached=True)

@@ -24,21 +24,18 @@ __all__ = ["LORA_TARGETS", "cache_path", "sft_code_version", "SFT_CACHE_VERSION"
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-SFT_CACHE_VERSION = 1   # bump when something outside training.py and data.py changes the SFT model
+SFT_CACHE_VERSION = 2   # bump when something outside the iclr25 code changes the SFT model
 
 
 def sft_code_version() -> str:
     """A version of the refusal-SFT code for cache keys (chapter 08): :data:`SFT_CACHE_VERSION`
-    and a hash of the sources that decide the trained adapters (``training.py``, the loop and
-    loss; ``data.py``, the prompts and targets), so editing them invalidates cached adapters."""
-    import hashlib
+    and :func:`iclr25.ledger.code_digest` of the modules that decide the trained adapters (this
+    pipeline, ``training.py``, ``data.py`` and every ``iclr25`` module they import: the model
+    loader, LoRA, the tokenizer's chat template), so editing any of them invalidates cached
+    adapters."""
+    from ..ledger import code_digest
 
-    from . import data, training
-
-    h = hashlib.sha256()
-    for mod in (training, data):
-        h.update(Path(mod.__file__).read_bytes())
-    return f"{SFT_CACHE_VERSION}-{h.hexdigest()[:12]}"
+    return f"{SFT_CACHE_VERSION}-{code_digest(__name__, 'iclr25.refat.training', 'iclr25.refat.data')[:12]}"
 
 
 def cache_path(cfg: SFTConfig) -> Path:

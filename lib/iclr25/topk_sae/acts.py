@@ -109,9 +109,11 @@ class ActivationCache:
 
 
 def default_cache_folder(spec: ActsSpec) -> Path:
-    """``iclr25.paths.cache_dir() / "topk_sae" / spec.key()``."""
+    """``iclr25.paths.cache_dir() / "topk_sae" / f"acts-{spec.key()}-<code>"``: keyed by the spec
+    and by the code that captures the activations (this module and its imports,
+    :func:`iclr25.paths.artifact_path`)."""
     from .. import paths
-    return paths.cache_dir() / "topk_sae" / spec.key()
+    return paths.artifact_path(paths.cache_dir() / "topk_sae", "acts", spec.key(), [__name__])
 
 
 def _windows(tokenizer, ctx: int, seed: int, split: str):
