@@ -373,7 +373,15 @@ def _ledger_dir(args) -> Path:
 def _cmd_check_results(args) -> int:
     from . import ledger
 
+    from . import registry
+
     folder = _ledger_dir(args)
+    unamended = registry.check_registries()
+    if unamended:
+        print(f"claims registries (book/claims/): {len(unamended)} change(s) without an amendment "
+              "or a malformed registry:")
+        for line in unamended:
+            print(f"  - {line}")
     problems = ledger.check(folder)
     n = len(ledger.book_notebooks())
     readme = _readme_problem(folder)
@@ -384,7 +392,7 @@ def _cmd_check_results(args) -> int:
     if not problems:
         print(f"results ledger: all {n} notebook results in {_rel(folder)} are current "
               f"(profile {ledger.LEDGER_PROFILE})")
-        return 0
+        return 1 if unamended else 0
     print(f"results ledger: {len(problems)} of {n} notebook result(s) in {_rel(folder)} "
           "cannot be trusted:")
     for p in problems:
