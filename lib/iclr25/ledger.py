@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = ["LEDGER_PROFILE", "Problem", "notebook_file", "notebook_imports", "module_deps",
            "input_files", "input_hashes", "code_names", "split_constraints", "pin_name",
            "constraints_hash", "CONSTRAINTS_MARKER", "inputs_record", "book_notebooks", "check",
-           "compare", "moved_untoleranced", "code_digest", "as_numbers", "untestable_claims", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
+           "compare", "moved_untoleranced", "registry_changes", "code_digest", "as_numbers", "untestable_claims", "failed_claims", "changed_in_last_results_commit", "rotation", "pick_for_ci"]
 
 LEDGER_PROFILE = "book"
 PACKAGE = "iclr25"
@@ -123,15 +123,18 @@ def _module_path(name: str, package_dir: Path) -> Path | None:
     return None
 
 
-def module_deps(names: Iterable[str], package_dir: Path | None = None) -> dict[str, Path]:
+def module_deps(names: Iterable[str], package_dir: Path | None = None,
+                skip: Iterable[str] = ()) -> dict[str, Path]:
     """Every ``iclr25`` module that importing ``names`` executes: ``{dotted name: file}``,
-    following imports transitively and adding each parent package's ``__init__.py``."""
+    following imports transitively and adding each parent package's ``__init__.py``. Modules in
+    ``skip`` are left out with everything reached only through them."""
     package_dir = package_dir or _package_dir()
     seen: dict[str, Path] = {}
+    skip = set(skip)
     todo = list(names)
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or name in skip:
             continue
         parts = name.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # parents run first
@@ -237,8 +240,8 @@ def input_files(chapter: str, notebook: str, root: Path | None = None,
     nb = notebook_file(chapter, notebook, root)
     if not nb.is_file():
         raise FileNotFoundError(f"no notebook {nb}")
-    mods = module_deps(notebook_imports(nb), package_dir)
-    mods.pop(__name__, None)
+    # this module and what it alone imports (the claims registry) keep the books; they move no number
+    mods = module_deps(notebook_imports(nb), package_dir, skip=(__name__,))
     return [nb, *mods.values(), root / CONSTRAINTS]
 
 
@@ -293,8 +296,7 @@ def code_digest(*modules: str, package_dir: Path | None = None) -> str:
 
     package_dir = (package_dir or _package_dir()).resolve()
     mods = module_deps([m if m.startswith(PACKAGE) else f"{PACKAGE}.{m}" for m in modules],
-                       package_dir)
-    mods.pop(__name__, None)
+                       package_dir, skip=(__name__,))
     hashes = {f"lib/{PACKAGE}/" + p.resolve().relative_to(package_dir).as_posix(): _file_hash(p)
               for p in mods.values()}
     for dist in ("numpy", "torch"):
@@ -361,6 +363,23 @@ def book_notebooks(root: Path | None = None) -> list[str]:
                   for p in (root / "notebooks").glob("*/*.ipynb"))
 
 
+def registry_changes(result: Mapping, root: Path | None = None) -> list[str]:
+    """Ids of the claims of a result dict that were judged by a registry entry
+    (``entry_hash``, :mod:`iclr25.registry`) which has changed since, or is gone: the result is
+    stale until the notebook is re-run."""
+    from . import registry
+
+    judged = [c for c in result.get("claims", []) if c.get("entry_hash")]
+    if not judged:
+        return []
+    try:
+        entries = registry.load(result.get("chapter", ""), root)
+    except (FileNotFoundError, registry.RegistryError, ValueError):
+        entries = {}
+    return [c.get("id", "?") for c in judged
+            if c.get("id") not in entries or registry.entry_hash(entries[c["id"]]) != c["entry_hash"]]
+
+
 def failed_claims(result: Mapping) -> list[dict]:
     """The must-hold claims of a result dict that did not hold."""
     return [c for c in result.get("claims", []) if c.get("must_hold") and not c.get("holds")]
@@ -398,6 +417,11 @@ def check(results_dir: Path | None = None, root: Path | None = None,
             shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
             detail = ("no input hashes recorded" if not old else f"inputs changed since it ran: {shown}")
             problems.append(Problem(ident, "stale", detail, changed))
+            continue
+        moved = registry_changes(result, root)
+        if moved:
+            problems.append(Problem(ident, "stale", "judged by registry entries that changed since "
+                                    f"(book/claims/{chapter}.yaml): {', '.join(moved)}"))
             continue
         untestable = untestable_claims(result)
         if untestable:
@@ -464,7 +488,10 @@ def compare(committed: Mapping, rerun: Mapping) -> list[str]:
         if r is None:
             out.append(f"claim no longer recorded: {text}")
             continue
-        if c.get("holds") and not r.get("holds"):
+        if c.get("verdict") and c.get("verdict") != r.get("verdict"):
+            out.append(f"verdict moved: {text} ({c.get('verdict')} -> {r.get('verdict')}; "
+                       f"committed: {c.get('ours')}, re-run: {r.get('ours')})")
+        elif c.get("holds") and not r.get("holds"):
             out.append(f"held, now does not: {text} (committed: {c.get('ours')}, "
                        f"re-run: {r.get('ours')})")
         elif not c.get("holds") and r.get("holds"):

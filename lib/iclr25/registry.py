@@ -63,7 +63,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 __all__ = ["Entry", "Judgement", "load", "load_file", "registry_file", "entry_hash", "judge",
-           "interval", "unamended_changes", "committed_version", "check_registries",
+           "interval", "unamended_changes", "committed_version", "check_registries", "Registry",
+           "Finding", "RegisteredCheck",
            "VERDICTS", "DIRECTIONS", "GUARDED", "RegistryError"]
 
 REGISTRY_DIR = Path("book") / "claims"
@@ -389,3 +390,162 @@ def check_registries(root: Path | None = None, rev: str = "HEAD") -> list[str]:
 
 def today() -> str:
     return _dt.date.today().isoformat()
+
+
+# ---------------------------------------------------------------------------------------------
+# the notebook's side: measurements in, verdicts out
+
+
+@dataclass
+class Finding:
+    """A judged finding as a result file records it: the fields of :class:`iclr25.claims.Claim`
+    (``holds`` is ``verdict == "reproduced"``; ``must_hold`` is always False: a verdict never
+    fails a notebook) and the judgement."""
+
+    claim: str
+    kind: str
+    source: str
+    paper: Any
+    ours: Any
+    holds: bool
+    must_hold: bool = False
+    note: str = ""
+    tol: float | None = None
+    id: str = ""
+    verdict: str = ""
+    control: Any = None
+    effect: float | None = None
+    low: float | None = None
+    high: float | None = None
+    paired: bool = False
+    level: float = LEVEL
+    entry_hash: str = ""
+
+    @property
+    def status(self) -> str:
+        return self.verdict
+
+
+@dataclass
+class RegisteredCheck:
+    """A registered check as a result file records it (a failed check fails the notebook)."""
+
+    claim: str
+    kind: str
+    source: str
+    paper: Any
+    ours: Any
+    holds: bool
+    must_hold: bool = True
+    note: str = ""
+    tol: float | None = None
+    id: str = ""
+    verdict: str = ""
+    entry_hash: str = ""
+
+    @property
+    def status(self) -> str:
+        return "held" if self.holds else "FAILED"
+
+
+def _fmt(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a" if x is None else ("-inf" if x < 0 else "inf")
+    return f"{x:.3g}"
+
+
+class Registry:
+    """The registered claims of one notebook run, judged from its measurements.
+
+    ``Registry(claims)`` binds the chapter's registry (``book/claims/<chapter>.yaml``) to a
+    :class:`iclr25.claims.Claims`; :meth:`finding` and :meth:`check` record into it, :meth:`save`
+    saves it once every entry of this notebook has been recorded, and :meth:`summary` writes the
+    notebook's closing summary from the verdicts. The notebook supplies measurements, never a
+    threshold, a control rule or a verdict.
+    """
+
+    def __init__(self, claims, root: Path | None = None):
+        self.claims = claims
+        self.entries = {k: e for k, e in load(claims.chapter, root).items()
+                        if e.notebook == claims.notebook}
+        self.judged: dict[str, Judgement] = {}
+        self.checked: dict[str, bool] = {}
+
+    def _entry(self, cid: str) -> Entry:
+        if cid not in self.entries:
+            raise RegistryError(f"{cid!r} is not registered for {self.claims.chapter}/"
+                                f"{self.claims.notebook}; registered here: "
+                                f"{', '.join(self.entries) or '(none)'}")
+        return self.entries[cid]
+
+    def finding(self, cid: str, ours: Any = None, control: Any = None, *,
+                paired: bool | None = None) -> Judgement:
+        """Judge finding ``cid`` from ``ours`` (replicates of the registered statistic) against
+        ``control`` (replicates or a number; default: the registered control value) and record
+        it. Returns the :class:`Judgement` (its ``verdict``, ``effect``, ``low``, ``high``)."""
+        e = self._entry(cid)
+        j = judge(e, ours, control, profile=self.claims.profile, paired=paired)
+        self.judged[cid] = j
+        item = Finding(claim=e.claim, kind="finding", source=e.source, paper=e.paper,
+                       ours=j.ours, holds=j.verdict == "reproduced", note=j.note or j.verdict,
+                       id=cid, verdict=j.verdict, control=j.control, effect=j.effect, low=j.low,
+                       high=j.high, paired=j.paired, level=e.level, entry_hash=j.entry_hash)
+        self.claims.items = [c for c in self.claims.items if c.claim != e.claim] + [item]
+        return j
+
+    def check(self, cid: str, holds: bool, ours: Any = None) -> bool:
+        """Record check ``cid`` (true by construction: an identity, fast path = reference); a
+        check that fails makes :meth:`iclr25.claims.Claims.assert_all` raise (it is a bug)."""
+        e = self._entry(cid)
+        if e.kind != "check":
+            raise RegistryError(f"{cid} is a finding: hand its measurements to finding()")
+        from .claims import _plain
+
+        holds = bool(holds)
+        self.checked[cid] = holds
+        item = RegisteredCheck(claim=e.claim, kind="check", source=e.source, paper=e.paper,
+                               ours=_plain(ours), holds=holds, id=cid,
+                               verdict="held" if holds else "failed", entry_hash=entry_hash(e))
+        self.claims.items = [c for c in self.claims.items if c.claim != e.claim] + [item]
+        return holds
+
+    def missing(self) -> list[str]:
+        """Ids registered for this notebook and not yet recorded."""
+        return [k for k in self.entries if k not in self.judged and k not in self.checked]
+
+    def save(self, directory: str | Path | None = None) -> Path:
+        """Save the notebook's claims (:meth:`iclr25.claims.Claims.save`) once every registered
+        entry of this notebook has been recorded: a registered claim never silently vanishes."""
+        gone = self.missing()
+        if gone:
+            raise RegistryError(f"registered but not recorded by this notebook: {', '.join(gone)}")
+        return self.claims.save(directory)
+
+    def counts(self) -> dict[str, int]:
+        out = {v: 0 for v in VERDICTS}
+        for j in self.judged.values():
+            out[j.verdict] += 1
+        return out
+
+    def summary(self) -> str:
+        """The closing summary, generated from the verdicts (Markdown): the counts, then one line
+        per finding with its effect, interval and control, then the checks."""
+        c = self.counts()
+        lines = [f"**{len(self.judged)} registered finding(s)** of the paper judged here: "
+                 + ", ".join(f"{n} {v}" for v, n in c.items() if n) + "."]
+        for cid, j in self.judged.items():
+            e = self.entries[cid]
+            if j.verdict == "out of reach":
+                lines.append(f"- *{e.claim}* ({e.source}): out of reach at this profile ({j.note}).")
+                continue
+            ctrl = (e.control or {}).get("describe") or (e.control or {}).get("kind")
+            lines.append(f"- *{e.claim}* ({e.source}): **{j.verdict}**; effect {_fmt(j.effect)} "
+                         f"[{_fmt(j.low)}, {_fmt(j.high)}] against {ctrl}"
+                         + (" (paired)" if j.paired else "") + ".")
+        if self.checked:
+            ok = sum(self.checked.values())
+            lines.append(f"\nChecks (true by construction, not counted): {ok} of {len(self.checked)} held.")
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.summary()

@@ -3,6 +3,7 @@ amendment guard against a registry changed without one."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import textwrap
@@ -152,3 +153,71 @@ def test_check_results_fails_on_an_unamended_registry_change(tmp_path, monkeypat
     f.write_text(REGISTRY.replace("MARGIN", "0.5").replace("AMEND", "amendments: []"))
     assert main(["check-results"]) == 1
     assert "margin changed from 0.0 to 0.5 without an amendment" in capsys.readouterr().out
+
+
+NB_REGISTRY = REGISTRY.replace("MARGIN", "0.0").replace("AMEND", "amendments: []") + textwrap.indent(textwrap.dedent("""\
+      - id: identity
+        notebook: 01-x
+        claim: The fast path equals the reference.
+        source: (not in paper)
+        paper: null
+        kind: check
+        statistic: max abs difference
+        registered: 2026-12-07
+      - id: elsewhere
+        notebook: 02-y
+        claim: Judged in another notebook.
+        source: Fig. 2
+        paper: 1
+        kind: check
+        statistic: x
+        registered: 2026-12-07
+    """), "  ")
+
+
+def _registry_root(tmp_path):
+    f = tmp_path / "book" / "claims" / "99-test.yaml"
+    f.parent.mkdir(parents=True)
+    f.write_text(NB_REGISTRY)
+    return tmp_path
+
+
+def test_a_notebook_hands_over_measurements_and_the_registry_gives_the_verdict(tmp_path):
+    from iclr25.claims import ClaimFailed, Claims
+
+    root = _registry_root(tmp_path)
+    claims = Claims("99-test", "01-x", "book")
+    reg = R.Registry(claims, root)
+    assert sorted(reg.entries) == ["beats-baseline", "identity"]       # this notebook's entries
+    with pytest.raises(R.RegistryError, match="not recorded by this notebook: beats-baseline, identity"):
+        reg.save(tmp_path / "out")
+    j = reg.finding("beats-baseline", ours=[0.6, 0.4, 0.55], control=[0.5, 0.5, 0.5])
+    assert j.verdict == "inconclusive"
+    reg.check("identity", holds=True, ours=0.0)
+    saved = json.loads(reg.save(tmp_path / "out").read_text())
+    rec = {c["id"]: c for c in saved["claims"]}
+    f = rec["beats-baseline"]
+    assert f["verdict"] == "inconclusive" and f["must_hold"] is False and f["holds"] is False
+    assert f["ours"] == [0.6, 0.4, 0.55] and f["low"] < 0 < f["high"]
+    assert f["entry_hash"] == R.entry_hash(reg.entries["beats-baseline"])
+    claims.assert_all()                                   # an inconclusive finding fails nothing
+    summary = reg.summary()
+    assert "1 inconclusive" in summary and "**inconclusive**" in summary and "1 of 1 held" in summary
+    reg.check("identity", holds=False)                    # a failed check is a bug: it raises
+    with pytest.raises(ClaimFailed):
+        claims.assert_all()
+    with pytest.raises(R.RegistryError, match="not registered for 99-test/01-x.*registered here"):
+        reg.finding("elsewhere", ours=[1, 2, 3])
+    with pytest.raises(R.RegistryError, match="is a finding"):
+        reg.check("beats-baseline", holds=True)
+
+
+def test_results_judged_by_a_changed_entry_are_stale(tmp_path):
+    from iclr25 import ledger
+    root = _registry_root(tmp_path)
+    e = R.load("99-test", root)["beats-baseline"]
+    result = {"chapter": "99-test", "claims": [{"id": "beats-baseline", "entry_hash": R.entry_hash(e)}]}
+    assert ledger.registry_changes(result, root) == []
+    f = root / "book" / "claims" / "99-test.yaml"
+    f.write_text(f.read_text().replace("margin: 0.0", "margin: 0.1"))
+    assert ledger.registry_changes(result, root) == ["beats-baseline"]
