@@ -12,6 +12,9 @@
 #   make bench       all benchmarks (installs the bench extra) -> results/bench/*.json
 #   make gpu-check   on a CUDA machine: chapter 06's SAE trainer, Triton = torch, step vs peers
 #   make book-force  clear the execution cache, then make book
+#   make conda-extras  in a conda environment from environment.yml: what `make install` adds (the
+#                    README's conda command: conda env create -f environment.yml && conda run -n
+#                    iclr25-book make conda-extras); then make VENV="$CONDA_PREFIX" book|test|...
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -39,7 +42,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export ICLR25_PROGRESS ?= 0
 
 .PHONY: install book book-force smoke test ledger unit render browser notebooks bench clean \
-  results verify reproduce robustness gpu-check
+  results verify reproduce robustness gpu-check conda-extras
 
 install: $(STAMP)
 
@@ -108,10 +111,10 @@ notebooks: $(STAMP)
 # broken toc, page, cross-reference or directive fails it.
 render: notebooks
 	$(BIN)/python -m iclr25.nbcapture _build_smoke/executed _build_smoke/src
-	cd _build_smoke/src && ICLR25_ROOT=$(CURDIR) $(CURDIR)/$(BIN)/jupyter-book config sphinx . > /dev/null
+	cd _build_smoke/src && ICLR25_ROOT=$(CURDIR) $(abspath $(BIN))/jupyter-book config sphinx . > /dev/null
 	echo 'nb_execution_mode = "off"  # executed by nbval (make notebooks)' >> _build_smoke/src/conf.py
 	cd _build_smoke/src && ICLR25_ROOT=$(CURDIR) ICLR25_PROFILE=smoke \
-	  ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(CURDIR)/$(BIN)/sphinx-build -q -E \
+	  ICLR25_RESULTS_DIR=$(CURDIR)/_build_smoke/results $(abspath $(BIN))/sphinx-build -q -E \
 	  -W -n --keep-going -b html . $(CURDIR)/_build_smoke/_build/html
 
 # the rendered smoke book in headless Chromium over loopback (screenshots: _build/screenshots/)
@@ -134,6 +137,15 @@ gpu-check: $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e ".[bench]"
 	$(BIN)/pip install -q --no-deps -c constraints.txt $(BENCH_NODEPS)
 	$(BIN)/python benchmarks/gpu_check.py --device cuda
+
+# conda users: environment.yml installs Python, pip and iclr25[dev]; this runs `make install`'s own
+# recipe in the conda environment (it adds the --no-deps packages, which a pip section cannot) and
+# checks that the environment holds what `make install` installs, at its pins
+conda-extras:
+	@test -n "$$CONDA_PREFIX" || { echo "make conda-extras: run it in the conda environment:" \
+	  "conda run -n iclr25-book make conda-extras" >&2; exit 1; }
+	$(MAKE) install VENV="$$CONDA_PREFIX"
+	"$$CONDA_PREFIX/bin/python" -m pytest -q -p no:cacheprovider tests/core/test_environment_sync.py
 
 clean:
 	rm -rf _build _build_smoke _build_check runs conf.py

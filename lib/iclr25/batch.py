@@ -4,7 +4,7 @@ This is the library behind ``iclr25 run`` and ``iclr25 sweep`` (see :mod:`iclr25
 
 :func:`run_notebook` executes one notebook with papermill into its own run folder::
 
-    runs/20261130-153000-18-relu-landscape-01-saddle-to-saddle/
+    ./runs/20261130-153000-18-relu-landscape-01-saddle-to-saddle/
         01-saddle-to-saddle.ipynb              # the executed notebook, outputs included
         18-relu-landscape/01-saddle-to-saddle.json   # the claims it saved
         run.json                                # notebook, profile, parameters, status, duration
@@ -20,15 +20,23 @@ one sweep folder, over a local process pool or a Dask cluster, and collects one 
 (grid values, ok/error, duration, every metric, every claim's ``holds``) into ``sweep.csv``.
 
 Notebooks follow the book's convention (BOOK.md, "A notebook"): a code cell tagged ``parameters``
-that says ``profile = None``, ``seed = 0`` and the knobs, each with a comment. Parameter names and
-profiles are checked against that cell *before* anything executes, and a wrong one is a
-:class:`iclr25.profiles.ProfileError` listing the valid ones.
+that says ``profile = None``, ``seed = 0`` and the knobs, each with a comment. Parameter names,
+values and profiles are checked against that cell *before* anything executes: a value must have
+the type of the parameter's default (for a default of ``None``, "the profile's value", the type of
+the chapter's config field of that name) and be one of the chapter's choices where it lists them
+(``arch``: ``ARCHS``). A wrong one is a :class:`iclr25.profiles.ProfileError` naming the
+parameter, the type it expects and the valid values.
+
+Run folders go under ``./runs/`` -- the current directory's, where the user stands -- or
+``$ICLR25_RUNS_DIR`` (:func:`default_runs_parent`); the notebooks keep their own caches under the
+repository's ``runs/`` (:func:`iclr25.paths.runs_dir`).
 """
 
 from __future__ import annotations
 
 import ast
 import datetime as _dt
+import functools
 import itertools
 import json
 import os
@@ -45,7 +53,7 @@ from .profiles import ProfileError
 __all__ = [
     "RunResult", "run_notebook", "sweep", "resolve_notebook", "notebook_id", "notebook_parameters",
     "list_notebooks", "parse_value", "parse_assignments", "parse_grid", "grid_points",
-    "sweep_rows",
+    "sweep_rows", "default_runs_parent",
 ]
 
 RUN_FILE = "run.json"
@@ -280,10 +288,22 @@ def _timestamp() -> str:
     return time.strftime("%Y%m%d-%H%M%S")
 
 
+def default_runs_parent() -> Path:
+    """Where ``iclr25 run``/``sweep`` put a new run folder: ``$ICLR25_RUNS_DIR`` if set, else
+    ``runs/`` under the *current directory* (where the user stands, not the repository's).
+
+    The notebooks' own caches stay under :func:`iclr25.paths.runs_dir` (the repository's
+    ``runs/``), which this does not change.
+    """
+    env = os.environ.get("ICLR25_RUNS_DIR")
+    return Path(env) if env else Path.cwd() / "runs"
+
+
 def new_run_dir(name: str, parent: str | os.PathLike | None = None) -> Path:
-    """Create and return ``<parent>/<timestamp>-<name>`` (default parent: :func:`iclr25.paths.runs_dir`),
-    with ``-2``, ``-3``, ... appended when that folder exists (two runs in the same second)."""
-    base = Path(parent) if parent is not None else paths.runs_dir()
+    """Create and return ``<parent>/<timestamp>-<name>`` (default parent:
+    :func:`default_runs_parent`, i.e. ``$ICLR25_RUNS_DIR``, else ``./runs``), with ``-2``, ``-3``,
+    ... appended when that folder exists (two runs in the same second)."""
+    base = Path(parent) if parent is not None else default_runs_parent()
     base.mkdir(parents=True, exist_ok=True)
     stem = f"{_timestamp()}-{name}"
     for k in itertools.count(1):
@@ -296,12 +316,236 @@ def new_run_dir(name: str, parent: str | os.PathLike | None = None) -> Path:
     raise AssertionError("unreachable")
 
 
-def _check_parameters(path: Path, spec: Mapping[str, Any], parameters: Mapping[str, Any]) -> None:
+# ---------------------------------------------------------------------------------------------
+# parameter values: the type each parameter expects, checked before anything runs
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """What a parameter accepts: ``kinds`` among int, float, bool, str, seq (a list: tuple, list, or
+    ``"a,b"``), none; ``choices`` its valid strings (empty: any); ``source`` where this came from."""
+
+    kinds: frozenset
+    choices: tuple = ()
+    source: str = ""
+
+
+_SCALARS = {"int", "float", "bool", "str"}
+_SEQUENCES = {"tuple", "list", "Sequence", "set", "frozenset", "Tuple", "List"}
+
+
+def _annotation_kinds(node: ast.AST) -> tuple[set[str], list[str]] | None:
+    """Kinds and ``Literal`` choices of a dataclass field's annotation; ``None``: cannot tell."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a quoted annotation
+        try:
+            return _annotation_kinds(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Constant) and node.value is None:
+        return {"none"}, []
+    if isinstance(node, ast.Name):
+        if node.id in _SCALARS:
+            return {node.id}, []
+        return ({"seq"}, []) if node.id in _SEQUENCES else None
+    if isinstance(node, ast.Attribute):  # typing.Sequence
+        return ({"seq"}, []) if node.attr in _SEQUENCES else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _annotation_kinds(node.left), _annotation_kinds(node.right)
+        if left is None or right is None:
+            return None
+        return left[0] | right[0], left[1] + right[1]
+    if isinstance(node, ast.Subscript):
+        head = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head in _SEQUENCES:
+            return {"seq"}, []
+        if head == "Optional":
+            inner = _annotation_kinds(args[0])
+            return None if inner is None else (inner[0] | {"none"}, inner[1])
+        if head == "Union":
+            parts = [_annotation_kinds(a) for a in args]
+            if any(p is None for p in parts):
+                return None
+            return set().union(*(p[0] for p in parts)), [c for p in parts for c in p[1]]
+        if head == "Literal":
+            values = [a.value for a in args if isinstance(a, ast.Constant)]
+            kinds = {{bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), "none")
+                     for v in values}
+            return kinds, [v for v in values if isinstance(v, str)]
+    return None
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    return any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+
+
+@functools.lru_cache(maxsize=None)
+def _chapter_declarations(module: str) -> tuple[dict, dict]:
+    """Read, without importing it, the chapter package ``iclr25.<module>``:
+    ``({field: [(class, annotation kinds or None, Literal choices)]}, {CONSTANT: (strings)})`` --
+    the fields of its dataclasses (the profile configs) and its module-level constants that are
+    tuples, lists or sets of strings or dicts with string keys (``ARCHS``, ``PATHS``, ...)."""
+    here = Path(__file__).resolve().parent
+    folder = here / module
+    files = sorted(folder.rglob("*.py")) if folder.is_dir() else [here / f"{module}.py"]
+    fields: dict[str, list] = {}
+    constants: dict[str, tuple] = {}
+    for f in files:
+        try:
+            tree = ast.parse(f.read_text())
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and _is_dataclass(node):
+                for st in node.body:
+                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                        kinds = _annotation_kinds(st.annotation)
+                        fields.setdefault(st.target.id, []).append(
+                            (node.name, None if kinds is None else kinds[0],
+                             [] if kinds is None else kinds[1]))
+        for st in tree.body:  # module level only
+            target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else \
+                st.target if isinstance(st, ast.AnnAssign) else None
+            value = getattr(st, "value", None)
+            if not isinstance(target, ast.Name) or not target.id.isupper() or value is None:
+                continue
+            elts = value.keys if isinstance(value, ast.Dict) else \
+                value.elts if isinstance(value, (ast.Tuple, ast.List, ast.Set)) else None
+            if elts and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elts):
+                constants[target.id] = tuple(dict.fromkeys(
+                    constants.get(target.id, ()) + tuple(e.value for e in elts)))
+    return fields, constants
+
+
+def _comment_choices(help_text: str) -> list[str]:
+    """``"attribution: a (smoke) | b (book) | c"`` -> ``["a", "b", "c"]``: the alternatives a
+    parameter's comment lists with ``|`` (before any ``;``), else ``[]``."""
+    text = re.sub(r"\([^)]*\)", " ", help_text.split(";", 1)[0]).split(":")[-1]
+    if "|" not in text:
+        return []
+    pieces = [p.strip().strip("'\"`") for p in text.split("|")]
+    ok = all(re.fullmatch(r"[A-Za-z_][\w.-]*", p) for p in pieces)
+    return pieces if ok and len(pieces) >= 2 else []
+
+
+def _chapter_module(path: Path) -> str | None:
+    from .chapters import CHAPTERS
+
+    chapter = notebook_id(path).split("/", 1)[0]
+    return next((c.module for c in CHAPTERS if c.slug == chapter), None)
+
+
+def _expected(name: str, entry: Mapping[str, str], module: str | None) -> _Expected | None:
+    """What parameter ``name`` of a notebook accepts: the type of its default (``seed = 0``: int);
+    for a default of ``None`` (the profile's value) the type of the chapter's config dataclass
+    field of that name. Choices: a field's ``Literal`` and the chapter's constant named after the
+    parameter (``arch``: ``ARCHS``), widened by the alternatives its comment lists (``# a | b``).
+    ``None`` when nothing can be told (no check)."""
+    fields, constants = _chapter_declarations(module) if module else ({}, {})
+    try:
+        default = ast.literal_eval(str(entry.get("default", "")))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    choices: list[str] = []
+    if default is not None:
+        kind = "bool" if isinstance(default, bool) else "int" if isinstance(default, int) else \
+            "float" if isinstance(default, float) else "str" if isinstance(default, str) else \
+            "seq" if isinstance(default, (tuple, list)) else None
+        if kind is None:
+            return None
+        kinds, source = {kind}, f"its default {entry['default']}"
+    else:
+        found = fields.get(name, [])
+        if not found or any(k is None for _, k, _ in found):
+            return None
+        kinds = {"none"}.union(*(k for _, k, _ in found))
+        choices = [c for _, _, cs in found for c in cs]
+        source = f"iclr25.{module}'s " + " and ".join(sorted({f"{cls}.{name}" for cls, _, _ in found}))
+    if kinds & {"str", "seq"}:  # choices are strings: arch -> ARCHS, family -> FAMILIES
+        upper = name.upper()
+        for const in dict.fromkeys((upper, upper + "S", upper + "ES", upper[:-1] + "IES")):
+            choices += constants.get(const, ())
+        if choices:  # a notebook may accept more than the module lists (cybench's backend "auto")
+            choices += _comment_choices(str(entry.get("help", "")))
+    return _Expected(frozenset(kinds), tuple(dict.fromkeys(choices)), source)
+
+
+_KIND_TEXT = {"int": "int", "float": "float", "bool": "bool", "str": "str", "seq": "list",
+              "none": "None"}
+_VALID_TEXT = {"int": "a whole number, e.g. {name}=3", "float": "a number, e.g. {name}=0.001",
+               "bool": "True or False", "str": "a string, e.g. {name}=abc",
+               "seq": "a list, e.g. {name}=1,2,3 or {name}=[1,2,3]",
+               "none": "None (the profile's value)"}
+
+
+def _coerce(value: Any, kinds: frozenset) -> tuple[bool, Any]:
+    """``(True, value as the notebook expects it)`` when ``value`` fits one of ``kinds``."""
+    if value is None:
+        return "none" in kinds, value
+    if "bool" in kinds:
+        if isinstance(value, bool):
+            return True, value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return True, value.strip().lower() == "true"
+    if "int" in kinds and not isinstance(value, bool):
+        if isinstance(value, int):
+            return True, value
+        if isinstance(value, float) and value.is_integer() and "float" not in kinds:
+            return True, int(value)  # 6e5 on the command line: 600000
+    if "float" in kinds and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return True, value
+    if "str" in kinds and isinstance(value, str):
+        return True, value
+    if "seq" in kinds and isinstance(value, (tuple, list, str, int, float)) \
+            and not isinstance(value, bool):
+        return True, value  # the config turns 3, "1,2" and [1, 2] into its tuple
+    return False, value
+
+
+def _bad_choices(value: Any, choices: Sequence[str]) -> list:
+    """The parts of ``value`` (a string, ``"a,b"`` or a list) that are not among ``choices``."""
+    if value is None or not choices:
+        return []
+    items = [p.strip() for p in value.split(",")] if isinstance(value, str) else \
+        list(value) if isinstance(value, (tuple, list)) else [value]
+    return [v for v in items if v not in choices]
+
+
+def _check_parameters(path: Path, spec: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict:
+    """Check ``parameters`` against the notebook's parameters cell ``spec``: unknown names, then
+    each value against the type (and the chapter's choices) the parameter expects. Returns the
+    values as the notebook expects them (``n_steps=6e5`` -> ``600000``); a wrong one raises
+    :class:`~iclr25.profiles.ProfileError` naming the parameter, the expected type and the valid
+    values."""
     unknown = sorted(set(parameters) - set(spec))
     if unknown:
         valid = ", ".join(spec) if spec else "(none: the notebook has no cell tagged 'parameters')"
         raise ProfileError(f"unknown parameter(s) {', '.join(unknown)} for {notebook_id(path)}; "
                            f"valid: {valid}")
+    module = _chapter_module(path) if parameters else None
+    out = dict(parameters)
+    for name, value in parameters.items():
+        exp = _expected(name, spec[name], module)
+        if exp is None:
+            continue
+        ok, coerced = _coerce(value, exp.kinds)
+        bad = _bad_choices(coerced, exp.choices) if ok else []
+        if ok and not bad:
+            out[name] = coerced
+            continue
+        kinds = sorted(exp.kinds - {"none"}, key=list(_KIND_TEXT).index)
+        expected = " or ".join(_KIND_TEXT[k] for k in kinds) + (" or None" if "none" in exp.kinds else "")
+        if exp.choices:
+            valid = ", ".join(exp.choices) + (" (a comma-separated subset)" if "seq" in exp.kinds else "")
+        else:
+            valid = "; ".join(_VALID_TEXT[k].format(name=name) for k in kinds)
+        if "none" in exp.kinds:
+            valid += f"; or {_VALID_TEXT['none']}"
+        got = f"{', '.join(map(repr, bad))} (not a valid choice)" if ok else \
+            f"{value!r} ({type(value).__name__})"
+        raise ProfileError(f"parameter {name} of {notebook_id(path)} expects {expected} "
+                           f"(from {exp.source}), got {got}; valid: {valid}")
+    return out
 
 
 def _prepare(notebook, profile, parameters) -> tuple[Path, dict, str, dict]:
@@ -315,7 +559,7 @@ def _prepare(notebook, profile, parameters) -> tuple[Path, dict, str, dict]:
             raise ProfileError(f"profile given twice: {profile!r} and parameter profile={from_params!r}")
         profile = profile if profile is not None else from_params
     profile = profiles.resolve(profile)
-    _check_parameters(path, spec, params)
+    params = _check_parameters(path, spec, params)
     return path, spec, profile, params
 
 
@@ -395,7 +639,8 @@ def run_notebook(notebook: str | os.PathLike, profile: str | None = None,
     parameters:
         Values for names of the notebook's ``parameters`` cell.
     out_dir:
-        The run folder (created if needed); default: a new ``runs/<timestamp>-<notebook>/``.
+        The run folder (created if needed); default: a new ``runs/<timestamp>-<notebook>/`` under
+        the current directory (or ``$ICLR25_RUNS_DIR``; :func:`default_runs_parent`).
     progress:
         Show papermill's progress bar (cells executed).
     kernel:
@@ -406,7 +651,8 @@ def run_notebook(notebook: str | os.PathLike, profile: str | None = None,
         More environment variables for the kernel (e.g. an empty ``HOME`` and ``ICLR25_CACHE``,
         as :mod:`iclr25.reproduce` gives it); this process's environment is not touched.
 
-    Unknown parameter names, unknown profiles and missing notebooks raise before anything runs
+    Unknown parameter names, values of the wrong type or not among the chapter's choices,
+    unknown profiles and missing notebooks raise before anything runs
     (:class:`~iclr25.profiles.ProfileError`, ``FileNotFoundError``). A notebook that raises does not:
     the result says ``ok=False`` with the error, and the output notebook shows the traceback.
     """
@@ -617,7 +863,8 @@ def sweep(notebook: str | os.PathLike, grid: Mapping[str, Sequence[Any]],
         instead. Workers must be able to import ``iclr25`` and see the notebook and the sweep
         folder at the same paths (a shared file system).
     out_dir:
-        The sweep folder; default: a new ``runs/<timestamp>-sweep-<notebook>/``. Point ``i`` runs
+        The sweep folder; default: a new ``runs/<timestamp>-sweep-<notebook>/`` under the current
+        directory (or ``$ICLR25_RUNS_DIR``). Point ``i`` runs
         in ``<sweep folder>/<i>-seed=0-lr=0.001/``.
 
     Returns the table of :func:`sweep_rows`, also written to ``<sweep folder>/sweep.csv``; its

@@ -38,9 +38,12 @@ examples:
   iclr25 run 18-relu-landscape/01-saddle-to-saddle --profile paper -p seed=3 -p lr=1e-3
   iclr25 run path/to/any.ipynb -p name="'a string'"
 
-The executed notebook, the claims it saved and run.json go to runs/<timestamp>-<notebook>/
-(runs/ is $ICLR25_RUNS_DIR if set). Exit status: 0 if the notebook ran to the end, 1 if it
-raised (a failed must-hold claim raises), 2 for a usage error.
+The executed notebook, the claims it saved and run.json go to ./runs/<timestamp>-<notebook>/,
+under the current directory (runs/ is $ICLR25_RUNS_DIR if set; --out DIR names the folder).
+Values are checked before anything runs: each has the type of the parameter's default (for
+None, the chapter's config field) and is one of the chapter's choices where it has them.
+Exit status: 0 if the notebook ran to the end, 1 if it raised (a failed must-hold claim
+raises), 2 for a usage error (an unknown notebook, parameter, value or profile).
 """
 
 EXAMPLES_SWEEP = """\
@@ -49,9 +52,11 @@ examples:
   iclr25 sweep 18-relu-landscape/01-saddle-to-saddle --profile paper --grid seed=0,1,2,3 \\
       --scheduler tcp://10.0.0.5:8786
 
-Each point runs in runs/<timestamp>-sweep-<notebook>/<i>-seed=0-lr=0.001/; the table of all
-runs (grid values, ok, duration, metrics, each claim's holds) is printed and saved as sweep.csv
-there. Dask workers must import iclr25 and see the repository and runs/ at the same paths.
+Each point runs in ./runs/<timestamp>-sweep-<notebook>/<i>-seed=0-lr=0.001/ (under the current
+directory, or $ICLR25_RUNS_DIR); the table of all runs (grid values, ok, duration, metrics,
+each claim's holds) is printed and saved as sweep.csv there. Every point's values are checked
+before any runs. Dask workers must import iclr25 and see the repository and the sweep folder
+at the same paths.
 Exit status: 0 if every run ran to the end, 1 if any raised, 2 for a usage error.
 """
 
@@ -84,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("notebook", metavar="NOTEBOOK", help=nb_help)
     p.add_argument("--profile", help=prof_help)
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", help=param_help)
-    p.add_argument("--out", metavar="DIR", help="the run folder (default: a new runs/<timestamp>-<notebook>/)")
+    p.add_argument("--out", metavar="DIR",
+                   help="the run folder (default: a new ./runs/<timestamp>-<notebook>/ under the "
+                        "current directory, or under $ICLR25_RUNS_DIR)")
     p.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's, else python3)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per cell (default: none)")
 
@@ -103,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local processes (default: min(runs, CPUs)); ignored with --scheduler")
     s.add_argument("--scheduler", metavar="ADDRESS",
                    help="a Dask scheduler, e.g. tcp://HOST:8786: run there instead of locally")
-    s.add_argument("--out", metavar="DIR", help="the sweep folder (default: a new runs/<timestamp>-sweep-<notebook>/)")
+    s.add_argument("--out", metavar="DIR",
+                   help="the sweep folder (default: a new ./runs/<timestamp>-sweep-<notebook>/ "
+                        "under the current directory, or under $ICLR25_RUNS_DIR)")
     s.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's, else python3)")
     s.add_argument("--timeout", type=float, metavar="SECONDS", help="time limit per cell (default: none)")
 

@@ -134,6 +134,102 @@ def test_notebook_parameters_and_listing(book):
         batch.list_notebooks("42")
 
 
+def _chapter_notebook(root: Path, source: str) -> str:
+    """A notebook of chapter 15 (so its values are checked against iclr25.kan_bounds's configs)
+    whose parameters cell is ``source``; returns its id."""
+    params = new_code_cell(source)
+    params.metadata["tags"] = ["parameters"]
+    path = root / "notebooks" / "15-kan-bounds" / "99-values.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb = new_notebook(cells=[params, new_code_cell("pass")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return "15-kan-bounds/99-values"
+
+
+VALUES_CELL = textwrap.dedent("""\
+    profile = None     # smoke | book | paper
+    seed = 0           # seeds everything
+    n_steps = None     # epochs (book: 300)
+    optimizer = None   # adam | sgd | lbfgs
+    targets = None     # the simulated setups
+    dropout = 0.1      # paper: 0.1
+    plot = False       # draw the figure
+    widths = None      # no config field of this name: not checked
+""")
+
+
+def test_parameter_values_are_checked_against_the_parameters_cell_before_running(book):
+    nb = _chapter_notebook(book["root"], VALUES_CELL)
+
+    def prepare(**params):
+        return batch._prepare(nb, "smoke", params)[3]
+
+    # the type of the default, named with the parameter and the valid values
+    with pytest.raises(ProfileError, match=re.escape(
+            f"parameter seed of {nb} expects int (from its default 0), got 'abc' (str); "
+            "valid: a whole number, e.g. seed=3")):
+        prepare(seed="abc")
+    with pytest.raises(ProfileError, match=r"parameter dropout .* expects float \(from its default "
+                                           r"0\.1\), got None \(NoneType\); valid: a number"):
+        prepare(dropout=None)
+    with pytest.raises(ProfileError, match="parameter plot .* expects bool .* valid: True or False"):
+        prepare(plot=2)
+    # default None ("the profile's value"): the type of the chapter's config field of that name
+    with pytest.raises(ProfileError, match=re.escape(
+            f"parameter n_steps of {nb} expects int or None (from iclr25.kan_bounds's "
+            "DigitsConfig.n_steps and SweepConfig.n_steps), got 1.5 (float); valid: a whole "
+            "number, e.g. n_steps=3; or None (the profile's value)")):
+        prepare(n_steps=1.5)
+    # the chapter's choices (OPTIMIZERS, TARGETS), widened by those the comment lists
+    with pytest.raises(ProfileError, match=re.escape(
+            "got 'rmsprop' (not a valid choice); valid: adam, sgd, lbfgs; or None")):
+        prepare(optimizer="rmsprop")
+    with pytest.raises(ProfileError, match=r"got 'f3' \(not a valid choice\); valid: f1, f2 "
+                                           r"\(a comma-separated subset\)"):
+        prepare(targets="f1,f3")
+    # what fits passes, as the notebook expects it (6e5 from the command line is an int)
+    assert prepare(seed=2.0, n_steps=6e5, optimizer="lbfgs", targets=("f2",), dropout=1,
+                   plot="true", widths="anything") == {
+        "seed": 2, "n_steps": 600_000, "optimizer": "lbfgs", "targets": ("f2",), "dropout": 1,
+        "plot": True, "widths": "anything"}
+    assert prepare(n_steps=None, optimizer="adam", targets="f1,f2") == {
+        "n_steps": None, "optimizer": "adam", "targets": "f1,f2"}
+    # runs and every point of a sweep raise before anything runs
+    with pytest.raises(ProfileError, match="parameter seed"):
+        batch.run_notebook(f"{CHAPTER}/{NAME}", parameters={"seed": "abc"})
+    with pytest.raises(ProfileError, match="parameter lr .* expects float .* got 'fast'"):
+        batch.sweep(f"{CHAPTER}/{NAME}", {"lr": [1e-3, "fast"]})
+    assert not book["runs"].exists()
+
+
+def test_annotations_and_comments_give_types_and_choices():
+    import ast
+
+    def kinds(text):
+        return batch._annotation_kinds(ast.parse(text, mode="eval").body)
+
+    assert kinds("int") == ({"int"}, []) and kinds("float | None") == ({"float", "none"}, [])
+    assert kinds("Optional[str]") == ({"str", "none"}, []) and kinds("tuple[int, ...]") == ({"seq"}, [])
+    assert kinds('Literal["conv", "mlp"]') == ({"str"}, ["conv", "mlp"])
+    assert kinds("'int'") == ({"int"}, []) and kinds("torch.dtype") is None
+    assert batch._comment_choices("attribution: a (smoke) | b_2 (book) | per-layer") == ["a", "b_2", "per-layer"]
+    assert batch._comment_choices("smoke | book | paper; None: $ICLR25_PROFILE") == ["smoke", "book", "paper"]
+    assert batch._comment_choices("epochs (paper: 1000)") == []
+
+
+def test_runs_go_under_the_current_directory_unless_iclr25_runs_dir_is_set(tmp_path, monkeypatch):
+    from iclr25 import paths
+
+    monkeypatch.delenv("ICLR25_RUNS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert batch.default_runs_parent() == tmp_path / "runs"
+    assert batch.new_run_dir("nb").parent == tmp_path / "runs"
+    assert paths.runs_dir() != tmp_path / "runs"  # the notebooks' caches stay in the repository
+    monkeypatch.setenv("ICLR25_RUNS_DIR", str(tmp_path / "elsewhere"))
+    assert batch.new_run_dir("nb").parent == tmp_path / "elsewhere"
+
+
 # -- runs -------------------------------------------------------------------------------------
 
 

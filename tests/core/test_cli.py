@@ -334,3 +334,34 @@ def test_run_fresh_gives_the_kernel_the_environment_and_retries_a_time_out_once(
                         batch.RunResult("x", tmp_path, tmp_path, {}, "book", False,
                                         "ValueError: a bug", 1.0, [], {}))
     assert reproduce.run_fresh("99-test/01-tiny", env, tmp_path / "o2").attempts == 1  # no retry
+
+
+def test_run_checks_values_before_running_and_names_the_parameter(book, capsys, tmp_path):
+    assert main(["run", "99-test/01-tiny", "-p", "seed=abc"]) == 2
+    err = capsys.readouterr().err
+    assert ("parameter seed of 99-test/01-tiny expects int (from its default 0), got 'abc' (str); "
+            "valid: a whole number, e.g. seed=3") in err
+    assert main(["sweep", "99-test/01-tiny", "--grid", "lr=1e-3,fast"]) == 2
+    assert "parameter lr of 99-test/01-tiny expects float" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_writes_under_the_current_directory(book, capsys, tmp_path, monkeypatch):
+    assert "under the current directory" in " ".join(build_parser_help("run").split())
+    monkeypatch.delenv("ICLR25_RUNS_DIR")
+    here = tmp_path / "my-project"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["run", "99-test/01-tiny", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    run_dir = next((here / "runs").iterdir())
+    assert f"run folder:      runs/{run_dir.name}" in out
+    assert (run_dir / "run.json").is_file() and (run_dir / "99-test" / "01-tiny.json").is_file()
+
+
+def build_parser_help(command: str) -> str:
+    from iclr25.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices[command].format_help()

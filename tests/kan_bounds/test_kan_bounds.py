@@ -374,3 +374,67 @@ def test_a_users_first_mistakes_get_clear_messages():
     labels = torch.tensor([0, 1, 2, 3] * 5)
     with pytest.raises(ValueError, match=r"labels outside 0\.\.2"):
         kb.check_data(clf, Dataset(X, labels, X, labels, "classification"))
+
+
+def test_prediction_outside_the_grid_warns_as_training_does():
+    """After training (eval mode), inputs outside the spline grid warn with their share; inside
+    it, and during train()'s own evaluations, nothing does."""
+    import warnings as _w
+
+    data = kb.regression("f1", 64, 32, seed=0)
+    model = kb.KAN([4, 3, 1])
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        kb.train(model, data, n_steps=2, log_bounds=False)   # inside the grid: silent, eval mode after
+        model(data.X_test)
+    assert not model.training
+    far = data.X_test.clone()
+    far[:8, 0] = 2.5                                       # 8 of 128 entries
+    with pytest.warns(kb.OutOfGridWarning, match=r"6\.2% of the inputs to the model lie outside "
+                                                 r"the spline grid \[-1, 1\].*MinMaxScaler") as rec:
+        model(far)
+    assert rec[0].filename == __file__                     # points at the caller's line
+    assert kb.outside_grid_share(far, (-1, 1)) == pytest.approx(8 / 128)
+    model.train()
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        model(far)                                         # training-mode forward: check_data's job
+    # check_data warns about the test split too
+    with pytest.warns(kb.OutOfGridWarning, match="of the test inputs lie outside"):
+        kb.check_data(model, kb.Dataset(data.X_train, data.y_train, far, data.y_test, "regression"))
+
+
+def test_numpy_inputs_are_converted_or_refused_with_the_right_message():
+    import warnings as _w
+
+    from iclr25.kan_bounds.data import Dataset
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(30, 2))
+    y = X.sum(1, keepdims=True)
+    model = kb.KAN([2, 3, 1])
+    # float32 numpy arrays become float32 tensors and train
+    d32 = Dataset(X.astype(np.float32), y.astype(np.float32), X.astype(np.float32),
+                  y.astype(np.float32), "regression")
+    assert isinstance(d32.X_train, torch.Tensor) and d32.X_train.dtype == torch.float32
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        kb.train(model, d32, n_steps=1, log_bounds=False)
+    # float64 arrays stay float64: the error names torch dtypes on both sides and the fix
+    d64 = Dataset(X, y, X, y, "regression")
+    with pytest.raises(TypeError, match=r"X_train is torch\.float64 but the model's parameters are "
+                                        r"torch\.float32: use X\.to\(torch\.float32\)"):
+        kb.train(model, d64, n_steps=1)
+    # a numpy array given to the model itself, or set on a Dataset afterwards, is refused clearly
+    with pytest.raises(TypeError, match=r"the input is a numpy\.ndarray, not a torch\.Tensor: "
+                                        r"convert it with torch\.as_tensor\(X, dtype=torch\.float32\)"):
+        model(X.astype(np.float32))
+    d32.X_test = X
+    with pytest.raises(TypeError, match=r"X_test is a numpy\.ndarray, not a torch\.Tensor"):
+        kb.check_data(model, d32)
+    labels = Dataset(X.astype(np.float32), np.arange(30) % 3, X.astype(np.float32), np.arange(30) % 3,
+                     "classification")
+    assert labels.y_train.dtype == torch.int64
+    kb.check_data(kb.KAN([2, 3, 3]), labels)
+    with pytest.raises(TypeError, match="y_train: cannot make a tensor of a list"):
+        Dataset(X, [["a"], ["b"]], X, y, "regression")

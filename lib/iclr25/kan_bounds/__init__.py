@@ -11,7 +11,8 @@ Public API
 - bases: :func:`bspline_basis` (``"fast"`` uniform path / ``"reference"`` Cox--de Boor),
   :func:`bspline_reference`, :func:`extended_grid`;
 - models: :class:`KANLayer`, :class:`KAN` (``coef_matrices``, ``basis``, ``from_pykan``),
-  :class:`RKHSLayer`, :class:`LowRankRKHSKAN`;
+  :class:`RKHSLayer`, :class:`LowRankRKHSKAN`; :class:`OutOfGridWarning` (inputs outside the
+  spline grid, at training and at prediction), :func:`outside_grid_share`;
 - bounds: :func:`kan_bound` (basis-function and low-rank RKHS case), :func:`layer_terms`,
   :func:`entropy`, :func:`dudley`, :func:`bspline_kappa`, :func:`silu_sup`;
 - measures: :func:`l1_measure`, :func:`bartlett_measure`, :func:`rkhs_measure`, :func:`measures`,
@@ -27,7 +28,8 @@ from .complexity import (MEASURES, add_zero_nodes, bartlett_measure, basis_lipsc
                          log_factor, measures, network_lipschitz, rkhs_measure, spline_lipschitz)
 from .configs import DigitsConfig, SweepConfig, digits_run, sweep
 from .data import TARGETS, Dataset, digits, f1, f2, mnist, read_idx, regression
-from .model import DROPOUT_MODES, KAN, KANLayer, LowRankRKHSKAN, RKHSLayer
+from .model import (DROPOUT_MODES, KAN, KANLayer, LowRankRKHSKAN, OutOfGridWarning, RKHSLayer,
+                    outside_grid_share, warn_outside_grid)
 from .train import OPTIMIZERS, History, bound_terms, check_data, fit_regression, run_grid, train
 from .bounds import (LOSSES, NORMS, LayerTerms, bspline_kappa, dudley, entropy, kan_bound, layer_terms,
                      silu_sup)
@@ -37,7 +39,8 @@ __all__ = [
     "kan_bound", "layer_terms", "LayerTerms", "entropy", "dudley", "bspline_kappa", "silu_sup", "NORMS", "LOSSES",
     "BACKENDS", "HAVE_NUMBA", "SILU_MAX_SLOPE", "bspline_basis", "kan_basis", "bspline_max_slope", "bspline_reference",
     "bspline_uniform", "extended_grid",
-    "KANLayer", "KAN", "RKHSLayer", "LowRankRKHSKAN", "DROPOUT_MODES",
+    "KANLayer", "KAN", "RKHSLayer", "LowRankRKHSKAN", "DROPOUT_MODES", "OutOfGridWarning",
+    "outside_grid_share", "warn_outside_grid",
     "MEASURES", "l1_measure", "bartlett_measure", "rkhs_measure", "measures", "basis_lipschitz",
     "spline_lipschitz", "network_lipschitz", "log_factor", "add_zero_nodes",
     "TARGETS", "Dataset", "regression", "digits", "mnist", "read_idx", "f1", "f2",

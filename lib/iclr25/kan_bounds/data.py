@@ -32,7 +32,12 @@ TARGETS = {"f1": f1, "f2": f2}
 
 @dataclass
 class Dataset:
-    """Train/test tensors and the task (``"regression"`` or ``"classification"``)."""
+    """Train/test tensors and the task (``"regression"`` or ``"classification"``).
+
+    Numpy arrays (or lists, data frames) become tensors of their own dtype (``torch.as_tensor``):
+    a float64 array stays float64, and :func:`~iclr25.kan_bounds.train.check_data` then names
+    the conversion a float32 model needs. Chapter 15.
+    """
 
     X_train: torch.Tensor
     y_train: torch.Tensor
@@ -42,6 +47,17 @@ class Dataset:
     name: str = ""
     y_test_clean: torch.Tensor | None = None   # regression: noise-free test targets f(x)
     noise_var: float = 0.0                     # regression: label-noise variance (the Bayes risk)
+
+    def __post_init__(self):
+        for name in ("X_train", "y_train", "X_test", "y_test", "y_test_clean"):
+            v = getattr(self, name)
+            if v is None or isinstance(v, torch.Tensor):
+                continue
+            try:
+                setattr(self, name, torch.as_tensor(np.asarray(v)))
+            except (TypeError, ValueError, RuntimeError) as e:
+                raise TypeError(f"{name}: cannot make a tensor of a {type(v).__name__} ({e}); "
+                                "give a numeric array or tensor") from None
 
     @property
     def n_classes(self) -> int:

@@ -19,6 +19,8 @@ The low-rank RKHS KAN replaces the basis by ``r`` learned functions
 from __future__ import annotations
 
 import math
+import os
+import warnings
 from typing import Sequence
 
 import torch
@@ -26,7 +28,8 @@ from torch import nn
 
 from .basis import BACKENDS, bspline_basis, kan_basis
 
-__all__ = ["KANLayer", "KAN", "RKHSLayer", "LowRankRKHSKAN", "DROPOUT_MODES"]
+__all__ = ["KANLayer", "KAN", "RKHSLayer", "LowRankRKHSKAN", "DROPOUT_MODES", "OutOfGridWarning",
+           "outside_grid_share", "warn_outside_grid"]
 
 DROPOUT_MODES = ("edge", "node")
 
@@ -48,6 +51,55 @@ def _check_dropout(p: float, mode: str) -> None:
         raise ValueError(f"unknown dropout mode {mode!r}; valid: {', '.join(DROPOUT_MODES)}")
 
 
+class OutOfGridWarning(UserWarning):
+    """Inputs outside a KAN's spline grid ``[lo, hi]``: its B-splines vanish beyond the grid (pykan's
+    convention), so only the SiLU branch is left there and the spline part the model learned is
+    not used. ``warnings.simplefilter("ignore", OutOfGridWarning)`` silences it. Chapter 15."""
+
+
+def outside_grid_share(X: torch.Tensor, grid_range: Sequence[float]) -> float:
+    """The share of the entries of ``X`` outside ``[lo, hi]`` (chapter 15)."""
+    if X.numel() == 0:
+        return 0.0
+    lo, hi = float(grid_range[0]), float(grid_range[1])
+    return float(((X < lo) | (X > hi)).sum()) / X.numel()
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside torch and this package
+    (the user's ``model(X)``, however many torch wrappers lie between)."""
+    import sys
+
+    skip = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(torch.__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(skip):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn_outside_grid(X: torch.Tensor, grid_range: Sequence[float], what: str = "inputs",
+                      advice: str | None = None) -> float:
+    """Warn (:class:`OutOfGridWarning`) when entries of ``X`` lie outside the spline grid; return
+    their share. Chapter 15."""
+    share = outside_grid_share(X, grid_range)
+    if share > 0:
+        lo, hi = float(grid_range[0]), float(grid_range[1])
+        advice = advice or (f"scale them as the training inputs were (e.g. with the same sklearn "
+                            f"MinMaxScaler(feature_range=({lo:g}, {hi:g}))), or widen grid_range")
+        warnings.warn(f"{share:.1%} of the {what} lie outside the spline grid [{lo:g}, {hi:g}], "
+                      f"where the B-splines are zero and only the SiLU branch is left: {advice}",
+                      OutOfGridWarning, stacklevel=_caller_stacklevel())
+    return share
+
+
+def _as_input(x, dtype: torch.dtype) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        kind = f"{type(x).__module__}.{type(x).__name__}".replace("builtins.", "")
+        raise TypeError(f"the input is a {kind}, not a torch.Tensor: convert it with "
+                        f"torch.as_tensor(X, dtype={dtype})")
+    return x
+
+
 class _BasisLayer(nn.Module):
     """Common part: ``y = C B(x) (+ bias)`` with dropout on the edge activations."""
 
@@ -61,6 +113,7 @@ class _BasisLayer(nn.Module):
         return self.coef.reshape(self.out_dim, self.in_dim * self.n_basis)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = _as_input(x, self.coef.dtype)
         if x.dim() != 2 or x.shape[1] != self.in_dim:
             raise ValueError(f"expected input of shape (batch, {self.in_dim}), got {tuple(x.shape)}")
         if x.dtype != self.coef.dtype:
@@ -164,6 +217,13 @@ class KAN(nn.Module):
                                     for a, b in zip(self.widths[:-1], self.widths[1:]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``f(x)``. In eval mode (prediction: after :func:`~iclr25.kan_bounds.train`, or
+        ``model.eval()``), inputs outside the first layer's spline grid raise an
+        :class:`OutOfGridWarning`, as training inputs do in
+        :func:`~iclr25.kan_bounds.train.check_data`."""
+        x = _as_input(x, self.layers[0].coef.dtype)
+        if not self.training:
+            warn_outside_grid(x, self.layers[0].grid_range, "inputs to the model")
         for layer in self.layers:
             x = layer(x)
         return x

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from ..progress import progress
 from .complexity import measures
 from .data import Dataset
+from .model import OutOfGridWarning, warn_outside_grid
 
 __all__ = ["History", "train", "bound_terms", "check_data", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
 
@@ -68,13 +69,20 @@ def loss_fn(task: str):
 
 
 def check_data(model: torch.nn.Module, data: Dataset) -> None:
-    """The checks a user's own data meets first, as clear errors (shapes, dtypes, labels) and a
-    warning when inputs leave the spline grid (the B-splines are zero there, only the SiLU branch
-    is left). Called by :func:`train`; chapter 15."""
+    """The checks a user's own data meets first, as clear errors (types, shapes, dtypes, labels)
+    and an :class:`~iclr25.kan_bounds.model.OutOfGridWarning` when training or test inputs leave
+    the spline grid (the B-splines are zero there, only the SiLU branch is left). Called by
+    :func:`train`; chapter 15."""
     n_out = model.widths[-1]
     p = next(model.parameters())
     for split in ("train", "test"):
         X, y = getattr(data, f"X_{split}"), getattr(data, f"y_{split}")
+        for name, v in ((f"X_{split}", X), (f"y_{split}", y)):
+            if not isinstance(v, torch.Tensor):  # set after the Dataset was built (it converts)
+                want = torch.int64 if name[0] == "y" and data.task == "classification" else p.dtype
+                kind = f"{type(v).__module__}.{type(v).__name__}".replace("builtins.", "")
+                raise TypeError(f"{name} is a {kind}, not a torch.Tensor: use "
+                                f"torch.as_tensor({name}, dtype={want})")
         if X.dtype != p.dtype:
             raise TypeError(f"X_{split} is {X.dtype} but the model's parameters are {p.dtype}: "
                             f"use X.to({p.dtype}) (or build the model with dtype={X.dtype})")
@@ -95,15 +103,15 @@ def check_data(model: torch.nn.Module, data: Dataset) -> None:
             if len(y) and (int(y.min()) < 0 or int(y.max()) >= n_out):
                 raise ValueError(f"y_{split} has labels outside 0..{n_out - 1} (the model has "
                                  f"{n_out} outputs)")
-    lo, hi = getattr(model.layers[0], "grid_range", (None, None)) if hasattr(model, "layers") \
-        else (None, None)
-    if lo is not None:
-        out = ((data.X_train < lo) | (data.X_train > hi)).float().mean().item()
-        if out > 0:
-            warnings.warn(f"{out:.1%} of the training inputs lie outside the spline grid "
-                          f"[{lo:g}, {hi:g}], where the B-splines are zero: scale the inputs into "
-                          f"the grid, e.g. sklearn's MinMaxScaler(feature_range=({lo:g}, {hi:g})), "
-                          "or widen grid_range", UserWarning, stacklevel=3)
+    grid_range = getattr(model.layers[0], "grid_range", None) if hasattr(model, "layers") else None
+    if grid_range is not None:
+        lo, hi = grid_range
+        warn_outside_grid(data.X_train, grid_range, "training inputs",
+                          f"scale the inputs into the grid, e.g. sklearn's "
+                          f"MinMaxScaler(feature_range=({lo:g}, {hi:g})), or widen grid_range")
+        warn_outside_grid(data.X_test, grid_range, "test inputs",
+                          "scale them with the scaler fitted on the training inputs, or widen "
+                          "grid_range; predictions there are extrapolations")
 
 
 def bound_terms(model, data: Dataset, *, delta: float = 0.05) -> dict:
@@ -164,7 +172,9 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
 
     def log(epoch):
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            # check_data warned once about inputs outside the grid; not again at every log
+            warnings.simplefilter("ignore", OutOfGridWarning)
             out_tr, out_te = model(data.X_train), model(data.X_test)
             tr, te = float(crit(out_tr, data.y_train)), float(crit(out_te, data.y_test))
             if data.task == "regression" and data.y_test_clean is not None:
