@@ -5,6 +5,9 @@ loopback), agents, runner, metrics against hand computations, and the published 
 import json
 import math
 import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import pandas as pd
@@ -135,6 +138,75 @@ def test_busy_loop_stopped_by_cpu_limit():
 def test_wall_clock_timeout(box):
     r = box.exec("sleep 60", wall_s=1)
     assert r.stopped == "wall" and r.wall_s < 5
+
+
+def test_time_computing_is_not_stopped_by_the_clock(box):
+    # wall_s counts time asleep only: a command that runs (or, on a loaded machine, waits for a
+    # CPU: the same state R) longer than wall_s is stopped by its CPU seconds, not by the clock,
+    # so how busy the machine is does not change what it prints
+    code = ("import time; t = time.process_time()\n"
+            "while time.process_time() - t < 0.6: pass\nprint(42)")
+    r = box.exec(f"python3 -c '{code}'; echo done", wall_s=0.2)
+    assert r.output == "42\ndone\n" and r.stopped == "" and r.returncode == 0
+    assert r.wall_s > 0.2                        # a plain wall-clock limit would have stopped it
+    # asleep (or stopped) counts: a command that prints, then waits forever, is stopped
+    r = box.exec("echo up; kill -STOP $$", wall_s=0.5)
+    assert r.output == "up\n" and r.stopped == "wall" and r.wall_s < 5
+
+
+def test_no_process_outlives_a_command():
+    # Every command's processes, its PID 1 included, are gone and reaped when exec() returns,
+    # also when the sandbox stopped it. (With bwrap's own reaper as PID 1, each command left a
+    # zombie of the sandbox user for the host's init to reap, counted by RLIMIT_NPROC until it
+    # was: on a loaded machine they piled up past FAST.nproc and commands failed with "Resource
+    # temporarily unavailable", which made test_memo_agrees_with_real_runs flaky.) Here a
+    # subprocess is the child subreaper of its sandboxes, so anything left over would be its child.
+    code = textwrap.dedent('''
+        import ctypes, json, os, sys
+        assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0      # PR_SET_CHILD_SUBREAPER
+        from iclr25.cybench.sandbox import Limits, Sandbox
+        lim = Limits(**json.loads(sys.argv[1]))
+
+        def children():
+            n = 0
+            for d in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        n += int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+                except OSError:
+                    pass
+            return n
+
+        with Sandbox({}, limits=lim, backend="bwrap") as sb:
+            for cmd in ("echo ok", "sleep 1 & echo bg", "yes", "sleep 60",
+                        "bomb(){ bomb | bomb & }; bomb; sleep 60"):
+                r = sb.exec(cmd, wall_s=0.3)
+                print(json.dumps([cmd, r.stopped, children()]))
+    ''')
+    lim = {k: getattr(FAST, k) for k in ("cpu_s", "memory_mb", "nproc", "file_mb", "output_bytes",
+                                        "disk_mb")}
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(lim)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(l) for l in out.stdout.splitlines()]
+    assert [r[1] for r in rows[:4]] == ["", "", "output", "wall"]
+    assert rows[4][1] in ("output", "wall")
+    assert all(r[2] == 0 for r in rows), rows
+
+
+def test_observations_do_not_depend_on_the_clock():
+    # what an agent lists or unpacks carries fixed times, not the clock's (an LM agent's next
+    # response depends on every character it sees)
+    t = str(cb.sandbox.FILE_MTIME)
+    kw = cb.get_task("nested-archive").sandbox_kwargs()
+    with cb.Sandbox(limits=FAST, backend="bwrap", **kw) as sb:
+        assert "last modified: Tue Nov 14 22:13:20 2023" in sb.exec("file parcel.tar.gz").output
+        for path in ("/work", "/"):
+            rows = sb.exec(f"ls -la --time-style=+%s {path}").output.splitlines()[1:]
+            assert {r.split()[5] for r in rows if r.split()[-1] not in ("proc", "usr")} == {t}, rows
+    kw = cb.get_task("git-history").sandbox_kwargs()
+    with cb.Sandbox(limits=FAST, backend="bwrap", **kw) as sb:
+        assert sb.exec("cd repo && git log --format=%at%n%ct").output.split() == [t] * 6
 
 
 def test_disk_fill_stopped(box):

@@ -181,6 +181,29 @@ def test_selection_solvers_agree_with_enumeration():
             assert am.kl <= ex.kl + 1e-12
 
 
+def test_scip_budget_is_deterministic_and_reported():
+    # nodes, not seconds, bound SCIP: the same call gives the same selection under any load, and
+    # the result says whether a limit stopped it
+    rng = np.random.default_rng(3)
+    Phi = rng.standard_normal((40, 3))
+    y0 = rng.standard_normal(3)
+    p = eg.softmax(y0 + Phi[:6].sum(0))
+    full = eg.select(Phi, y0, p, 4, "scip", cardinality="at_most")
+    assert full.status == "optimal" and not full.hit_limit
+    assert 1 <= full.nodes < eg.selection.SCIP_NODE_LIMIT
+    for seed in (0, 1):
+        runs = [eg.select(Phi, y0, p, 4, "scip", cardinality="at_most", node_limit=3, seed=seed)
+                for _ in range(2)]
+        assert runs[0].hit_limit and runs[0].status in ("nodelimit", "totalnodelimit")
+        assert runs[0].nodes <= 3 and runs[0].index.tolist() == runs[1].index.tolist()
+        assert runs[0].kl == runs[1].kl >= full.kl - 1e-6
+    assert eg.select(Phi, y0, p, 4, "relax").status is None
+    with pytest.raises(ValueError, match="node_limit"):
+        eg.select(Phi, y0, p, 4, "scip", node_limit=0)
+    with pytest.raises(ValueError, match="time_limit"):
+        eg.select(Phi, y0, p, 4, "scip", time_limit=0)
+
+
 def test_selecting_everything_recovers_new_prediction():
     g = small_graph(6)
     m = eg.WeightedGCN(4, 5, 3, 2, "node", seed=0)

@@ -21,8 +21,9 @@ __all__ = ["ESCAPE_LIMITS", "Attempt", "attempts", "run_escapes", "wait_reaped"]
 
 def wait_reaped(uid: int, timeout: float = 10.0) -> int:
     """Wait until no process of ``uid`` is left (a fork bomb's children die with their PID
-    namespace, but count against ``RLIMIT_NPROC`` until the kernel reaps them); returns how many
-    remain. Only meaningful for the sandbox user (nobody when running as root)."""
+    namespace and count against ``RLIMIT_NPROC`` until reaped; :meth:`Sandbox.exec` returns once
+    they are, so this returns at once unless another sandbox runs); returns how many remain.
+    Only meaningful for the sandbox user (nobody when running as root)."""
     if uid == os.getuid():
         return 0
     deadline = time.perf_counter() + timeout
@@ -45,7 +46,8 @@ ESCAPE_LIMITS = Limits(cpu_s=1, memory_mb=512, nproc=128, file_mb=2, output_byte
 
 @dataclass(frozen=True)
 class Attempt:
-    """An escape attempt: ``command`` and ``stopped(result, seconds) -> bool``."""
+    """An escape attempt: ``command`` and ``stopped(result, seconds) -> bool`` (no attempt's
+    verdict uses the seconds: they depend on the machine's load)."""
 
     name: str
     command: str
@@ -85,11 +87,12 @@ def attempts(host_path: str | None = None) -> list[Attempt]:
                 lambda r, _: r.output.strip() != "0" or os.geteuid() != 0, "uid nobody"),
         Attempt("reach a network", "cat /proc/net/dev; echo --routes--; cat /proc/net/route; "
                 "echo --v6--; cat /proc/net/ipv6_route", _only_lo, "network namespace"),
+        # judged by what stopped them, not by how long it took (that depends on the machine's load)
         Attempt("fork bomb", "bomb(){ bomb | bomb & }; bomb; sleep 1; echo done",
-                lambda r, s: ("Resource temporarily unavailable" in r.output or r.stopped == "wall")
-                and s < ESCAPE_LIMITS.wall_s + 3, "process limit"),
+                lambda r, _: "Resource temporarily unavailable" in r.output or r.stopped == "wall",
+                "process limit"),
         Attempt("busy loop", "while :; do :; done",
-                lambda r, s: r.returncode != 0 and s < ESCAPE_LIMITS.wall_s + 3, "CPU-time limit"),
+                lambda r, _: r.returncode != 0 and r.stopped == "", "CPU-time limit"),
         Attempt("fill the disk", "head -c 100000000 /dev/zero > big 2>&1; ls -l big",
                 lambda r, _: "File size limit exceeded" in r.output, "file-size limit"),
         Attempt("eat memory", "python3 -c 'x = bytearray(2000 * 2**20)'",

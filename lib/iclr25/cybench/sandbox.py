@@ -17,9 +17,27 @@ up, so a task's web service can listen on 127.0.0.1) and no route leaves it.
 
 Limits (:class:`Limits`), applied with ``setrlimit`` before the sandbox starts and inherited by
 everything inside: CPU seconds, address space, number of processes, size of any one file; and from
-outside: a wall-clock timeout (the whole process tree is killed), a cap on the bytes of output kept
-(the command is killed when it prints more) and, when running as root, a size-limited tmpfs as the
-working directory (a disk quota; without root the directory's size is checked after each command).
+outside: a time limit on *waiting* (the command is stopped once its processes have all been asleep
+for ``wall_s`` seconds; time they run or wait for a CPU does not count), a cap on the bytes of
+output kept (the command is stopped when it prints more) and, when running as root, a size-limited
+tmpfs as the working directory (a disk quota; without root the directory's size is checked after
+each command).
+
+What a command prints must not depend on how busy the machine is, so that a run on a loaded machine
+gives the same observations, and so the same results, as one on a quiet machine:
+
+- a command that computes is stopped by its CPU seconds, never by the clock (a loaded machine
+  stretches its wall-clock time, not its CPU time); only a command that sleeps or blocks (``sleep``,
+  a server waiting for a connection) is stopped by ``wall_s``, and a plain wall-clock limit of
+  ``WALL_SAFETY`` x ``wall_s`` remains as a safety net;
+- nothing of a command outlives :meth:`Sandbox.exec`: the command runs under a shell that is the
+  sandbox's PID 1 (``bwrap --as-pid-1``), whose exit ends the PID namespace, and bwrap reaps it.
+  With bwrap's own reaper as PID 1, bwrap exited before its reaper did, which the host's init
+  then had to reap: every command left a zombie of the sandbox user, counted by ``RLIMIT_NPROC``
+  until the host got round to it, and on a loaded machine enough piled up that later commands
+  failed with "Resource temporarily unavailable". A stopped command's PID 1 is killed first and
+  bwrap is left to reap it, for the same reason;
+- a task's service is waited for until it listens (or exits), not for a fixed time.
 
 When the book runs as root the command runs as the unprivileged user ``nobody`` (uid 65534):
 ``RLIMIT_NPROC`` is not enforced for root, so a fork bomb would not be stopped otherwise.
@@ -48,6 +66,14 @@ __all__ = ["Limits", "ExecResult", "Sandbox", "SandboxError", "available_backend
 
 BACKENDS = ("bwrap", "unshare")
 NOBODY = 65534
+#: the plain wall-clock limit on a command, in multiples of ``Limits.wall_s`` (a safety net for
+#: commands that neither sleep nor use CPU time, e.g. in uninterruptible waits)
+WALL_SAFETY = 10
+#: how often a running command's processes are sampled (asleep or not), in seconds
+TICK_S = 0.1
+#: the modification time of the starter files, of what the setup commands made and of the
+#: sandbox's own folders (2023-11-14): what an agent lists does not depend on the clock
+FILE_MTIME = 1_700_000_000
 _PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 
@@ -61,11 +87,14 @@ class Limits:
 
     cpu_s: CPU seconds (``RLIMIT_CPU``); memory_mb: address space (``RLIMIT_AS``); nproc: processes
     and threads of the sandbox user (``RLIMIT_NPROC``; counted per host user across all
-    running sandboxes, and a finished command's processes count until the kernel reaps them, so
-    it stays well above one command's needs); file_mb: largest file a command may write
-    (``RLIMIT_FSIZE``); output_bytes: output kept, the command is killed beyond it; wall_s: wall
-    clock, the command's whole process tree is killed beyond it; disk_mb: size of the working
-    directory (a tmpfs quota as root, else checked after each command).
+    sandboxes running at the same moment, so it stays well above one command's needs); file_mb:
+    largest file a command may write (``RLIMIT_FSIZE``); output_bytes: output kept, the command is
+    killed beyond it; wall_s: seconds the command may spend waiting, i.e. with all its processes
+    asleep or stopped (sampled every ``TICK_S``; time running or waiting for a CPU does not count,
+    so machine load does not change what a command prints), the whole process tree is killed
+    beyond it, and beyond ``WALL_SAFETY`` x ``wall_s`` of wall-clock time whatever it does;
+    disk_mb: size of the working directory (a tmpfs quota as root, else checked after each
+    command).
     """
 
     cpu_s: int = 5
@@ -88,8 +117,11 @@ class Limits:
 @dataclass
 class ExecResult:
     """What one command did: its ``output`` (stdout and stderr interleaved, at most
-    ``Limits.output_bytes``), ``returncode`` (negative: killed by that signal), and why it was
-    stopped, if it was: ``stopped`` is ``""``, ``"wall"``, ``"output"`` or ``"disk"``."""
+    ``Limits.output_bytes``), ``returncode`` (128 + n or -n: killed by signal n; -9 when the
+    sandbox stopped it for time or output), and why it was
+    stopped, if it was: ``stopped`` is ``""``, ``"wall"`` (waited longer than ``Limits.wall_s``,
+    or ran past the wall-clock safety net), ``"output"`` or ``"disk"``. ``wall_s`` is the
+    wall-clock time it took (reported, never used to decide anything)."""
 
     command: str
     output: str
@@ -215,6 +247,7 @@ class Sandbox:
                 out = r.output[-500:]
                 self.close()
                 raise SandboxError(f"setup command {cmd!r} failed (exit {r.returncode}): {out}")
+        _set_mtimes(self.workdir)
 
     # -- construction helpers -------------------------------------------------------------
     @staticmethod
@@ -250,20 +283,30 @@ class Sandbox:
 
     # -- the command line -------------------------------------------------------------------
     def _script(self, command: str, svc_dir: str | None) -> str:
-        """The shell script run inside: start services, then the command, in /work."""
-        lines = []
+        """The shell script run inside as PID 1: start services, then the command, in /work.
+
+        The command runs as a child of this shell, not in its place (``exec``): PID 1 of a PID
+        namespace ignores signals it has no handler for, the CPU limit's ``SIGXCPU`` included."""
+        # the sandbox's fresh root, /tmp and /dev get a fixed time, as the starter files do (an
+        # agent's `ls -la` then prints no clock time but that of files it made itself); this
+        # shell's own messages (e.g. that the command was killed) are not the command's output
+        lines = [f"touch -h -d @{FILE_MTIME} / /tmp /dev /bin /lib /lib64 /sbin 2>/dev/null",
+                 "exec 2>/dev/null"]
         for i, s in enumerate(self.services):
             lines.append(f"(cd {svc_dir}/{i} && exec {s.command}) >/dev/null 2>&1 &")
             lines.append(_wait_port(s.port))
         if self.services:
             lines.append(f"rm -rf {svc_dir}/* 2>/dev/null")
         lines.append("cd /work")
-        lines.append("exec /bin/bash -c " + _quote(command) + " 2>&1")
+        lines.append("/bin/bash -c " + _quote(command) + " 2>&1")
+        lines.append("exit $?")
         return "\n".join(lines)
 
     def _bwrap_args(self, script: str, svc_host: Path | None) -> list[str]:
+        # --as-pid-1: our shell is PID 1 and bwrap waits for it, so when exec() returns the PID
+        # namespace is gone and reaped (see the module docstring)
         args = [bwrap_path(), "--unshare-all", "--unshare-user", "--die-with-parent",
-                "--new-session", "--hostname", "sandbox",
+                "--as-pid-1", "--new-session", "--hostname", "sandbox",
                 "--ro-bind", "/usr", "/usr"]
         for link in ("bin", "lib", "lib64", "sbin"):
             target = Path("/" + link)
@@ -295,12 +338,14 @@ class Sandbox:
                 setup.append(f"ln -s {os.readlink(target)} {r}/{link}")
         setup += [f"mount -t proc proc {r}/proc", f"mount -t tmpfs -o size=8m tmp {r}/tmp",
                   f"chmod 1777 {r}/tmp"]
+        stamp = " ".join(f"{r}{p}" for p in ("", "/tmp", "/dev", "/bin", "/lib", "/lib64", "/sbin"))
         for dev in ("null", "zero", "urandom", "random"):
             setup += [f"touch {r}/dev/{dev}", f"mount --bind /dev/{dev} {r}/dev/{dev}"]
         setup.append(f"mount --bind {self.workdir} {r}/work")
         if svc_host is not None:
             setup.append(f"mount --bind {svc_host} {r}/srv")
-        setup += ["ip link set lo up",
+        setup += [f"touch -h -d @{FILE_MTIME} {stamp} 2>/dev/null || true",  # see _script
+                  "ip link set lo up",
                   f"exec chroot {r} /usr/bin/setpriv --reuid {self.uid} --regid {self.gid} "
                   f"--clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all "
                   f"/usr/bin/env -i PATH={_PATH} HOME=/work LANG=C.UTF-8 /bin/bash -c "
@@ -365,7 +410,7 @@ class Sandbox:
         args = (self._bwrap_args(script, svc_host) if self.backend == "bwrap"
                 else self._unshare_args(script, svc_host))
         wrapper = self._wrapper()
-        t0 = time.perf_counter()
+        t0 = time.monotonic()
         try:
             # limits through setpriv/prlimit: without a preexec_fn, Python spawns with vfork,
             # which is ~4x cheaper than forking a large process (a notebook kernel)
@@ -379,13 +424,21 @@ class Sandbox:
         out, stopped = bytearray(), ""
         cap = self.limits.output_bytes
         fd = proc.stdout.fileno()
-        deadline = t0 + wall
+        # the time limit counts seconds during which every process of the command sleeps, sampled
+        # every TICK_S (an interval counts at most 2 ticks, so a watcher that itself got no CPU
+        # counts less, never more); the plain wall clock only stops it at WALL_SAFETY x wall
+        safety = t0 + WALL_SAFETY * wall
+        idle, last = 0.0, t0
         while True:
-            left = deadline - time.perf_counter()
-            if left <= 0:
+            now = time.monotonic()
+            if now - last >= TICK_S:
+                if not _busy(proc.pid):
+                    idle += min(now - last, 2 * TICK_S)
+                last = now
+            if idle >= wall or now >= safety:
                 stopped = "wall"
                 break
-            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            ready, _, _ = select.select([fd], [], [], max(0.0, min(last + TICK_S, safety) - now))
             if not ready:
                 continue
             chunk = os.read(fd, 65536)
@@ -395,11 +448,15 @@ class Sandbox:
             if len(out) > cap:
                 stopped = "output"
                 break
-        if stopped:
+        proc.stdout.close()     # first: a writer blocked on the full pipe (unshare's message
+        if stopped:             # about its killed child, say) then fails instead of waiting
             _kill(proc)
-        proc.stdout.close()
         rc = proc.wait()
-        wall_used = time.perf_counter() - t0
+        if stopped:
+            # what its processes died of (SIGPIPE or SIGKILL, as bwrap or unshare report it) is a
+            # race: a command the sandbox stopped reports SIGKILL, as the sandbox killed it
+            rc = -signal.SIGKILL
+        wall_used = time.monotonic() - t0
         truncated = len(out) > cap
         text = bytes(out[:cap]).decode("utf-8", errors="replace")
         if svc_host is not None:
@@ -453,10 +510,62 @@ def _choose_backend() -> str:
 
 
 def _kill(proc: subprocess.Popen) -> None:
+    """Stop a command: kill the sandbox's PID 1 (which ends its PID namespace) and let bwrap (or
+    unshare) reap it and exit; kill the wrapper itself only if it does not (killed first, it would
+    leave PID 1 and the namespace to the host's init, counted by ``RLIMIT_NPROC`` until reaped)."""
+    for pid in _children(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        proc.wait(timeout=10)
+        return
+    except subprocess.TimeoutExpired:
+        pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _stat(pid: str) -> tuple[str, int] | None:
+    """``(state, parent pid)`` of a process or thread from ``/proc/<pid>/stat``; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0].decode(), int(fields[1])
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (a scan of ``/proc``, as the host sees them)."""
+    return [int(d) for d in os.listdir("/proc")
+            if d.isdigit() and (st := _stat(d)) is not None and st[1] == pid]
+
+
+def _busy(pid: int) -> bool:
+    """Whether a thread of ``pid`` or of any process below it is running or waiting for a CPU
+    (state R) or in an uninterruptible wait (D, e.g. disk I/O): the command is making progress or
+    would be, given a CPU. False when all of them sleep (S), are stopped (T) or are zombies."""
+    below: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit() and (st := _stat(d)) is not None:
+            below.setdefault(st[1], []).append(int(d))
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        todo += below.get(p, [])
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            st = _stat(f"{p}/task/{t}")
+            if st is not None and st[0] in "RD":
+                return True
+    return False
 
 
 def _bytes(data) -> bytes:
@@ -468,9 +577,19 @@ def _quote(s: str) -> str:
 
 
 def _wait_port(port: int) -> str:
-    # bash's /dev/tcp opens a loopback connection; up to ~3 s for the service to listen
-    return (f"for _i in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; "
-            f"sleep 0.01; done")
+    # bash's /dev/tcp opens a loopback connection; wait until the service (the last background
+    # job, $!) listens or has exited, however long it takes to start (not a fixed time, which a
+    # loaded machine could exceed); a service that neither listens nor exits meets Limits.wall_s
+    return (f"_svc=$!; until (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; do "
+            f"kill -0 $_svc 2>/dev/null || break; sleep 0.01; done")
+
+
+def _set_mtimes(path: Path) -> None:
+    """Give everything under ``path`` (and ``path``) the time ``FILE_MTIME``."""
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            os.utime(os.path.join(dirpath, name), (FILE_MTIME, FILE_MTIME), follow_symlinks=False)
+    os.utime(path, (FILE_MTIME, FILE_MTIME))
 
 
 def _du(path: Path) -> int:

@@ -11,6 +11,14 @@ The official code declares an integer cvxpy variable and solves with MOSEK. We o
 ``"enumerate"`` (exact, small M), ``"scip"`` (exact MINLP through pyscipopt: binary s,
 ``sum_c exp(z_c - t) <= 1``) and ``"relax"`` (projected gradient on the continuous relaxation,
 top-K, then local swaps: a heuristic whose gap to the exact optimum the notebook reports).
+
+SCIP's budget is deterministic, so that a solve returns the same selection on any machine and
+under any load: ``node_limit`` branch-and-bound nodes (``limits/nodes``, ``limits/totalnodes``), a
+single thread and a fixed seed (``randomization/randomseedshift``). ``time_limit`` (seconds, SCIP's
+default wall clock: its CPU clock made these solves some 60% slower) is only a safety net, far
+beyond what the notebook's solves take; ``Selection.status`` says whether a limit stopped the
+solve (then the selection is SCIP's best incumbent, polished, and with ``"timelimit"`` it depends
+on the machine).
 """
 
 from __future__ import annotations
@@ -32,6 +40,12 @@ __all__ = ["SOLVERS", "CARDINALITY", "kl_divergence", "softmax", "surrogate_kl",
 
 SOLVERS = ("enumerate", "scip", "relax")
 CARDINALITY = ("exact", "at_most")
+#: SCIP's default budget: branch-and-bound nodes (deterministic; notebook 02's book solves prove
+#: optimality within 2,456 nodes, and SCIP visits some 1,400-2,000 nodes per second on these
+#: models: a solve that finished within the old 60 s wall-clock limit needed fewer than some
+#: 120,000) and seconds (a safety net only: 10 x that old limit)
+SCIP_NODE_LIMIT = 200_000
+SCIP_TIME_LIMIT = 600.0
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -62,12 +76,21 @@ def surrogate_kl(Phi: np.ndarray, y_old: np.ndarray, p_new: np.ndarray, S) -> np
 
 @dataclass
 class Selection:
-    """Chosen indices (into the rows of ``Phi``), their surrogate KL, and the solver used."""
+    """Chosen indices (into the rows of ``Phi``), their surrogate KL, and the solver used. For
+    ``"scip"``: its ``status`` (``"optimal"``, or the limit that stopped it: ``"nodelimit"``,
+    ``"totalnodelimit"``, ``"timelimit"``, ...) and the branch-and-bound ``nodes`` it used."""
 
     index: np.ndarray
     kl: float
     solver: str
     relaxed_kl: float | None = None
+    status: str | None = None
+    nodes: int | None = None
+
+    @property
+    def hit_limit(self) -> bool:
+        """Whether a solver limit stopped the solve before it proved optimality (SCIP only)."""
+        return self.status is not None and self.status != "optimal"
 
 
 def _check(Phi, y_old, p_new, K, cardinality):
@@ -161,12 +184,18 @@ def _swap(Phi, y_old, p_new, sel, max_rounds=50):
     return np.array(sorted(sel), dtype=np.int64), cur
 
 
-def _scip(Phi, y_old, p_new, K, cardinality, time_limit):
+def _scip(Phi, y_old, p_new, K, cardinality, node_limit, time_limit, seed):
     from pyscipopt import Model, exp, quicksum
 
     M, C = Phi.shape
     m = Model("kl-selection")
     m.hideOutput()
+    # deterministic budget (see the module docstring); seconds only as a safety net
+    m.setParam("limits/nodes", node_limit)
+    m.setParam("limits/totalnodes", node_limit)
+    m.setParam("randomization/randomseedshift", seed)
+    m.setParam("parallel/maxnthreads", 1)
+    m.setParam("lp/threads", 1)
     m.setParam("limits/time", time_limit)
     m.setParam("limits/gap", 0.0)
     m.setParam("limits/absgap", 0.0)
@@ -185,9 +214,10 @@ def _scip(Phi, y_old, p_new, K, cardinality, time_limit):
     m.setObjective(t - quicksum(float(p_new[c]) * z[c] for c in range(C)), "minimize")
     m.optimize()
     if m.getNSols() == 0:
-        raise RuntimeError(f"SCIP found no solution (status {m.getStatus()})")
+        raise RuntimeError(f"SCIP found no solution (status {m.getStatus()}); raise node_limit")
     idx = np.array([e for e in range(M) if m.getVal(s[e]) > 0.5], dtype=np.int64)
-    return _polish(Phi, y_old, p_new, idx, K, cardinality)
+    return (*_polish(Phi, y_old, p_new, idx, K, cardinality), m.getStatus(),
+            int(m.getNTotalNodes()))
 
 
 def _polish(Phi, y_old, p_new, idx, K, cardinality):
@@ -217,13 +247,20 @@ def _polish(Phi, y_old, p_new, idx, K, cardinality):
 
 def select(Phi: np.ndarray, y_old: np.ndarray, p_new: np.ndarray, K: int, solver: str = "relax",
            cardinality: str = "exact", swap: bool = True, max_subsets: int = 2_000_000,
-           time_limit: float = 60.0) -> Selection:
+           node_limit: int = SCIP_NODE_LIMIT, time_limit: float = SCIP_TIME_LIMIT,
+           seed: int = 0) -> Selection:
     """Choose ``K`` rows of ``Phi`` (layer-edge or input-edge attributions of the target) that
     minimise the surrogate KL. ``cardinality="exact"`` is the paper's ``sum(s) = K``;
-    ``"at_most"`` allows fewer. ``solver`` in ``SOLVERS``. Introduced in
-    ``16-evolving-gnn-explanations/02-layer-edges-vs-baselines``."""
+    ``"at_most"`` allows fewer. ``solver`` in ``SOLVERS``. SCIP's budget: ``node_limit``
+    branch-and-bound nodes and the ``seed`` of its random choices (deterministic), and
+    ``time_limit`` seconds (a safety net only); ``Selection.hit_limit`` says whether a limit
+    stopped it. Introduced in ``16-evolving-gnn-explanations/02-layer-edges-vs-baselines``."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; valid: {', '.join(SOLVERS)}")
+    if int(node_limit) != node_limit or node_limit < 1:
+        raise ValueError(f"node_limit must be a positive integer, got {node_limit!r}")
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit!r}")
     Phi, y_old, p_new = _check(Phi, y_old, p_new, K, cardinality)
     M = Phi.shape[0]
     if K == 0 or M == 0:
@@ -232,8 +269,9 @@ def select(Phi: np.ndarray, y_old: np.ndarray, p_new: np.ndarray, K: int, solver
         idx, kl = _enumerate(Phi, y_old, p_new, K, cardinality, max_subsets)
         return Selection(np.sort(idx), kl, solver)
     if solver == "scip":
-        idx, kl = _scip(Phi, y_old, p_new, K, cardinality, time_limit)
-        return Selection(idx, kl, solver)
+        idx, kl, status, nodes = _scip(Phi, y_old, p_new, K, cardinality, int(node_limit),
+                                       float(time_limit), int(seed))
+        return Selection(idx, kl, solver, status=status, nodes=nodes)
     s = _relax(Phi, y_old, p_new, K)
     relaxed = float(surrogate_kl(Phi, y_old, p_new, s))
     idx = np.sort(np.argsort(-s, kind="stable")[:K])
