@@ -52,6 +52,12 @@ __all__ = ["LEDGER_PROFILE", "Problem", "notebook_file", "notebook_imports", "mo
 LEDGER_PROFILE = "book"
 PACKAGE = "iclr25"
 CONSTRAINTS = "constraints.txt"
+#: Modules that keep the books and locate files, and move no number: this module (and what it alone
+#: imports, the claims registry) and ``paths`` (where the root, results/, runs/ and the caches are,
+#: and how a cache entry is named). They are not inputs of a result; a result recorded when they
+#: were is not stale for a change to them.
+BOOKKEEPING = (f"{PACKAGE}.ledger", f"{PACKAGE}.paths")
+_BOOKKEEPING_FILES = {f"lib/{PACKAGE}/ledger.py", f"lib/{PACKAGE}/paths.py"}
 #: The line of ``constraints.txt`` after which a pin is an input only of the notebooks that name
 #: its package (see the module docstring).
 CONSTRAINTS_MARKER = "# --- below: pins that are an input only of the notebooks whose code names the package"
@@ -241,7 +247,7 @@ def input_files(chapter: str, notebook: str, root: Path | None = None,
     if not nb.is_file():
         raise FileNotFoundError(f"no notebook {nb}")
     # this module and what it alone imports (the claims registry) keep the books; they move no number
-    mods = module_deps(notebook_imports(nb), package_dir, skip=(__name__,))
+    mods = module_deps(notebook_imports(nb), package_dir, skip=BOOKKEEPING)
     return [nb, *mods.values(), root / CONSTRAINTS]
 
 
@@ -412,7 +418,8 @@ def check(results_dir: Path | None = None, root: Path | None = None,
             continue
         old = (result.get("inputs") or {}).get("files") or {}
         new = input_hashes(chapter, notebook, root, package_dir)
-        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        changed = sorted(k for k in set(old) | set(new)
+                         if old.get(k) != new.get(k) and k not in _BOOKKEEPING_FILES)
         if changed:
             shown = ", ".join(changed[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6 else "")
             detail = ("no input hashes recorded" if not old else f"inputs changed since it ran: {shown}")

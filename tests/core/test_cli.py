@@ -194,7 +194,6 @@ def test_the_results_ledger_end_to_end(book, capsys):
     assert saved["profile"] == "book"
     assert list(saved["inputs"]["files"]) == ["notebooks/99-test/01-tiny.ipynb",
                                               "lib/iclr25/__init__.py", "lib/iclr25/claims.py",
-                                              "lib/iclr25/paths.py",
                                               "lib/iclr25/profiles.py", "constraints.txt"]
     assert main(["check-results"]) == 0
     assert "are current" in capsys.readouterr().out
