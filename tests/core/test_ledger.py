@@ -328,3 +328,21 @@ def test_every_cache_of_the_book_is_keyed_by_code(tmp_path, monkeypatch):
     assert all(str(tmp_path) in str(p) for p in before)
     monkeypatch.setattr(real, "_file_hash", lambda path: "edited")
     assert all(a != b for a, b in zip(before, where()))
+
+
+def test_bookkeeping_modules_are_not_inputs_and_do_not_stale_a_result(book):
+    """ledger and paths locate files and keep the books: they are not inputs of a result, and a
+    result recorded when they were (an older ledger) stays current after they change."""
+    pkg = book / "lib" / "iclr25"
+    (pkg / "paths.py").write_text("ROOT = '.'\n")
+    (pkg / "core.py").write_text("from . import paths\nX = 1\n")
+    ident = "01-a/02-core-only"
+    f = _commit_result(book, ident, pkg)
+    assert "lib/iclr25/paths.py" not in json.loads(f.read_text())["inputs"]["files"]
+    data = json.loads(f.read_text())                      # as an older ledger recorded it
+    data["inputs"]["files"]["lib/iclr25/paths.py"] = "an older hash"
+    f.write_text(json.dumps(data))
+    (pkg / "paths.py").write_text("ROOT = '..'\n")
+    assert ledger.check(root=book, package_dir=pkg, notebooks=[ident]) == []
+    (pkg / "core.py").write_text("from . import paths\nX = 2\n")   # a real input still counts
+    assert [p.kind for p in ledger.check(root=book, package_dir=pkg, notebooks=[ident])] == ["stale"]
