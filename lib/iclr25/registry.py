@@ -396,21 +396,19 @@ def today() -> str:
 # the notebook's side: measurements in, verdicts out
 
 
+def _claim_base():
+    from .claims import Claim
+
+    return Claim
+
+
 @dataclass
-class Finding:
+class Finding(_claim_base()):
     """A judged finding as a result file records it: the fields of :class:`iclr25.claims.Claim`
     (``holds`` is ``verdict == "reproduced"``; ``must_hold`` is always False: a verdict never
     fails a notebook) and the judgement."""
 
-    claim: str
-    kind: str
-    source: str
-    paper: Any
-    ours: Any
-    holds: bool
     must_hold: bool = False
-    note: str = ""
-    tol: float | None = None
     id: str = ""
     verdict: str = ""
     control: Any = None
@@ -427,25 +425,12 @@ class Finding:
 
 
 @dataclass
-class RegisteredCheck:
+class RegisteredCheck(_claim_base()):
     """A registered check as a result file records it (a failed check fails the notebook)."""
 
-    claim: str
-    kind: str
-    source: str
-    paper: Any
-    ours: Any
-    holds: bool
-    must_hold: bool = True
-    note: str = ""
-    tol: float | None = None
     id: str = ""
     verdict: str = ""
     entry_hash: str = ""
-
-    @property
-    def status(self) -> str:
-        return "held" if self.holds else "FAILED"
 
 
 def _fmt(x: float | None) -> str:
