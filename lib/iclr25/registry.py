@@ -64,7 +64,7 @@ import numpy as np
 
 __all__ = ["Entry", "Judgement", "load", "load_file", "registry_file", "entry_hash", "judge",
            "interval", "unamended_changes", "committed_version", "check_registries", "Registry",
-           "Finding", "RegisteredCheck",
+           "Finding", "RegisteredCheck", "Summary",
            "VERDICTS", "DIRECTIONS", "GUARDED", "RegistryError"]
 
 REGISTRY_DIR = Path("book") / "claims"
@@ -464,21 +464,31 @@ class Registry:
         return self.entries[cid]
 
     def finding(self, cid: str, ours: Any = None, control: Any = None, *,
-                paired: bool | None = None) -> Judgement:
+                paired: bool | None = None, tol: float | None = None) -> Judgement:
         """Judge finding ``cid`` from ``ours`` (replicates of the registered statistic) against
         ``control`` (replicates or a number; default: the registered control value) and record
-        it. Returns the :class:`Judgement` (its ``verdict``, ``effect``, ``low``, ``high``)."""
+        it. Returns the :class:`Judgement` (its ``verdict``, ``effect``, ``low``, ``high``).
+
+        ``tol``: how far each replicate may move when the same profile is re-run (absolute;
+        ``make verify`` fails beyond it; the verdict may never move). Fewer replicates than the
+        entry registers (seeds or splits, at the book profile) is said in the note."""
         e = self._entry(cid)
         j = judge(e, ours, control, profile=self.claims.profile, paired=paired)
+        rep = e.replication or {}
+        want = int(rep.get("n", 0)) if rep.get("unit") in ("seeds", "splits") else 0
+        if j.verdict != "out of reach" and self.claims.profile != "smoke" and len(j.ours) < want:
+            j.note = (j.note + "; " if j.note else "") + \
+                f"under-replicated: {len(j.ours)} of the {want} {rep.get('unit')} registered"
         self.judged[cid] = j
         item = Finding(claim=e.claim, kind="finding", source=e.source, paper=e.paper,
                        ours=j.ours, holds=j.verdict == "reproduced", note=j.note or j.verdict,
+                       tol=None if tol is None else float(tol),
                        id=cid, verdict=j.verdict, control=j.control, effect=j.effect, low=j.low,
                        high=j.high, paired=j.paired, level=e.level, entry_hash=j.entry_hash)
         self.claims.items = [c for c in self.claims.items if c.claim != e.claim] + [item]
         return j
 
-    def check(self, cid: str, holds: bool, ours: Any = None) -> bool:
+    def check(self, cid: str, holds: bool, ours: Any = None, *, tol: float | None = None) -> bool:
         """Record check ``cid`` (true by construction: an identity, fast path = reference); a
         check that fails makes :meth:`iclr25.claims.Claims.assert_all` raise (it is a bug)."""
         e = self._entry(cid)
@@ -490,6 +500,7 @@ class Registry:
         self.checked[cid] = holds
         item = RegisteredCheck(claim=e.claim, kind="check", source=e.source, paper=e.paper,
                                ours=_plain(ours), holds=holds, id=cid,
+                               tol=None if tol is None else float(tol),
                                verdict="held" if holds else "failed", entry_hash=entry_hash(e))
         self.claims.items = [c for c in self.claims.items if c.claim != e.claim] + [item]
         return holds
@@ -506,15 +517,48 @@ class Registry:
             raise RegistryError(f"registered but not recorded by this notebook: {', '.join(gone)}")
         return self.claims.save(directory)
 
+    def assert_all(self) -> None:
+        """Raise :class:`iclr25.claims.ClaimFailed` when a registered check failed (a bug); a
+        finding's verdict, whatever it is, never fails the notebook."""
+        self.claims.assert_all()
+
+    def table(self):
+        """The judged claims as a ``pandas.DataFrame``: the claim, where the paper makes it, the
+        paper's number, ours (effect and interval, or the check's value), the control and the
+        verdict."""
+        import pandas as pd
+
+        rows = []
+        for cid, e in self.entries.items():
+            if cid in self.judged:
+                j = self.judged[cid]
+                ours = ("n/a" if j.effect is None else
+                        f"{_fmt(j.effect)} [{_fmt(j.low)}, {_fmt(j.high)}] (n={len(j.ours)})")
+                ctrl = (e.control or {}).get("describe") or (e.control or {}).get("kind")
+                rows.append({"id": cid, "claim": e.claim, "source": e.source, "paper": e.paper,
+                             "ours: effect [95% CI]": ours, "control": ctrl,
+                             "verdict": j.verdict})
+            elif cid in self.checked:
+                item = next(c for c in self.claims.items if getattr(c, "id", None) == cid)
+                rows.append({"id": cid, "claim": e.claim, "source": e.source, "paper": e.paper,
+                             "ours: effect [95% CI]": item.ours, "control": "(check)",
+                             "verdict": "check held" if self.checked[cid] else "CHECK FAILED"})
+        return pd.DataFrame(rows, columns=["id", "claim", "source", "paper",
+                                           "ours: effect [95% CI]", "control", "verdict"])
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html(index=False, escape=True)
+
     def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
         for j in self.judged.values():
             out[j.verdict] += 1
         return out
 
-    def summary(self) -> str:
-        """The closing summary, generated from the verdicts (Markdown): the counts, then one line
-        per finding with its effect, interval and control, then the checks."""
+    def summary(self) -> "Summary":
+        """The closing summary, generated from the verdicts (Markdown, shown as such when it is a
+        cell's value): the counts, then one line per finding with its effect, interval and
+        control, then the checks."""
         c = self.counts()
         lines = [f"**{len(self.judged)} registered finding(s)** of the paper judged here: "
                  + ", ".join(f"{n} {v}" for v, n in c.items() if n) + "."]
@@ -526,11 +570,16 @@ class Registry:
             ctrl = (e.control or {}).get("describe") or (e.control or {}).get("kind")
             lines.append(f"- *{e.claim}* ({e.source}): **{j.verdict}**; effect {_fmt(j.effect)} "
                          f"[{_fmt(j.low)}, {_fmt(j.high)}] against {ctrl}"
-                         + (" (paired)" if j.paired else "") + ".")
+                         + (" (paired)" if j.paired else "") + (f"; {j.note}" if j.note else "")
+                         + ".")
         if self.checked:
             ok = sum(self.checked.values())
             lines.append(f"\nChecks (true by construction, not counted): {ok} of {len(self.checked)} held.")
-        return "\n".join(lines)
+        return Summary("\n".join(lines))
+
+
+class Summary(str):
+    """A generated summary: a string that a notebook shows as Markdown."""
 
     def _repr_markdown_(self) -> str:
-        return self.summary()
+        return str(self)

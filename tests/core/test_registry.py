@@ -221,3 +221,26 @@ def test_results_judged_by_a_changed_entry_are_stale(tmp_path):
     f = root / "book" / "claims" / "99-test.yaml"
     f.write_text(f.read_text().replace("margin: 0.0", "margin: 0.1"))
     assert ledger.registry_changes(result, root) == ["beats-baseline"]
+
+
+def test_registry_table_flags_under_replication_and_summary_renders_as_markdown(tmp_path):
+    root = tmp_path
+    (root / "book" / "claims").mkdir(parents=True)
+    (root / "book" / "claims" / "99-test.yaml").write_text(textwrap.dedent("""\
+        chapter: 99-test
+        claims:
+          - {id: beats-baseline, notebook: 01-x, claim: Ours beats the baseline., source: Table 1,
+             paper: 0.9, kind: finding, statistic: accuracy per seed, registered: 2026-12-07,
+             control: {kind: baseline, describe: same features}, direction: greater,
+             replication: {unit: seeds, n: 3}}
+        """))
+    from iclr25.claims import Claims
+
+    reg = R.Registry(Claims("99-test", "01-x", profile="book"), root)
+    j = reg.finding("beats-baseline", ours=[0.9, 0.91], control=[0.5, 0.52], tol=0.01)
+    assert j.verdict == "reproduced" and "under-replicated: 2 of the 3 seeds" in j.note
+    table = reg.table()
+    assert list(table["verdict"]) == ["reproduced"] and "(n=2)" in table.iloc[0, 4]
+    s = reg.summary()
+    assert isinstance(s, R.Summary) and s._repr_markdown_() == str(s) and "under-replicated" in s
+    assert reg.claims.items[0].tol == 0.01
