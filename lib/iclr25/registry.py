@@ -446,7 +446,14 @@ class Registry:
     :class:`iclr25.claims.Claims`; :meth:`finding` and :meth:`check` record into it, :meth:`save`
     saves it once every entry of this notebook has been recorded, and :meth:`summary` writes the
     notebook's closing summary from the verdicts. The notebook supplies measurements, never a
-    threshold, a control rule or a verdict.
+    threshold, a control rule or a verdict. A notebook names it ``claims``::
+
+        claims = Registry(Claims("18-relu-landscape", "01-saddle-to-saddle", profile))
+        claims.finding("escape-neurons", ours=per_seed_rate, control=random_neuron_rate)
+        claims.check("balancedness-conserved", holds=drift < 1e-6, ours=drift)
+        claims.table()                       # paper vs ours, intervals, controls, verdicts
+        claims.save(); claims.assert_all()   # a failed check raises; a verdict never does
+        claims.summary()                     # the closing summary, generated
     """
 
     def __init__(self, claims, root: Path | None = None):
@@ -504,6 +511,15 @@ class Registry:
                                verdict="held" if holds else "failed", entry_hash=entry_hash(e))
         self.claims.items = [c for c in self.claims.items if c.claim != e.claim] + [item]
         return holds
+
+    @property
+    def profile(self) -> str:
+        """The profile being run."""
+        return self.claims.profile
+
+    def metric(self, name: str, value: Any) -> None:
+        """Record a scalar metric (collected by ``iclr25 sweep``): :meth:`iclr25.claims.Claims.metric`."""
+        self.claims.metric(name, value)
 
     def missing(self) -> list[str]:
         """Ids registered for this notebook and not yet recorded."""
