@@ -563,7 +563,20 @@ class Registry:
                                            "ours: effect [95% CI]", "control", "verdict"])
 
     def _repr_html_(self) -> str:
-        return self.table().to_html(index=False, escape=True)
+        """The table; a failed check's row is marked (red) with a banner above, so the rendered
+        page shows what the notebook's last cell raises about."""
+        import html as _html
+
+        out = self.table().to_html(index=False, escape=True)
+        failed = [c for c, ok in self.checked.items() if not ok]
+        for cid in failed:
+            cell = f"<td>{_html.escape(cid, quote=False)}</td>"
+            out = out.replace("<tr>\n      " + cell, '<tr class="iclr25-claim-failed" '
+                              'style="background:#fdd">\n      ' + cell, 1)
+        if failed:
+            out = (f'<p class="iclr25-claims-failed"><strong>{len(failed)} check(s) FAILED</strong> '
+                   "(a bug: rows marked); the notebook's last cell raises.</p>\n" + out)
+        return out
 
     def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
