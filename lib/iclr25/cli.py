@@ -42,8 +42,8 @@ The executed notebook, the claims it saved and run.json go to ./runs/<timestamp>
 under the current directory (runs/ is $ICLR25_RUNS_DIR if set; --out DIR names the folder).
 Values are checked before anything runs: each has the type of the parameter's default (for
 None, the chapter's config field) and is one of the chapter's choices where it has them.
-Exit status: 0 if the notebook ran to the end, 1 if it raised (a failed must-hold claim
-raises), 2 for a usage error (an unknown notebook, parameter, value or profile).
+Exit status: 0 if the notebook ran to the end, 1 if it raised (a failed check raises;
+a finding's verdict never does), 2 for a usage error (an unknown notebook, parameter, value or profile).
 """
 
 EXAMPLES_SWEEP = """\
@@ -123,9 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("chapter", nargs="?", metavar="CHAPTER",
                     help="only this chapter (its name or number: 18-relu-landscape, 18)")
 
-    sc = sub.add_parser("scorecard", help="the table of the papers' claims and whether they held",
-                        description="Print, per chapter, how many of the papers' claims held,\n"
-                                    "then each claim: paper vs ours, holds, must hold, note.",
+    sc = sub.add_parser("scorecard", help="the papers' registered claims by verdict",
+                        description="Print, per chapter, its registered findings (book/claims/) by "
+                                    "verdict:\nreproduced, not reproduced, inconclusive, out of reach, "
+                                    "not yet judged;\nthen each claim: paper vs ours (effect and "
+                                    "interval), control, verdict, note.",
                         formatter_class=_Formatter)
     sc.add_argument("--results", metavar="DIR",
                     help="results folder (default: results/, or $ICLR25_RESULTS_DIR); a run "
@@ -140,9 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Check the results ledger (results/<chapter>/<notebook>.json, "
                                     "committed):\nevery notebook of the book has a book-profile "
                                     "result whose input hashes\n(the notebook, every iclr25 module "
-                                    "it imports, constraints.txt) match\nthe working tree and whose "
-                                    "must-hold claims held. Exit 1 naming each\nnotebook that is "
-                                    "not, with the command that refreshes it.")
+                                    "it imports, constraints.txt) match\nthe working tree, whose registry "
+                                    "entries are unchanged and whose checks held;\nthat every "
+                                    "registry change is an amendment; that robustness records are "
+                                    "current.\nExit 1 naming each notebook that is not, with the "
+                                    "command that refreshes it.")
     ck.add_argument("--results", metavar="DIR", help="the ledger (default: results/)")
 
     rf = sub.add_parser("refresh-results", help="re-run notebooks at the book profile into results/",
@@ -245,7 +249,7 @@ def _print_run(res) -> None:
         print("  claims:          none saved")
     failed = res.failed_claims
     if failed:
-        print("  failed must-hold claims:")
+        print("  failed claims (a check is a bug):")
         for c in failed:
             print(f"    - {c['claim']} ({c.get('source', '')}): paper {c.get('paper')}, ours {c.get('ours')}")
     if res.error:
@@ -409,7 +413,7 @@ def _cmd_check_results(args) -> int:
           "cannot be trusted:")
     for p in problems:
         print(f"  - {p}")
-    stale = [p.notebook for p in problems if p.kind != "orphan"]
+    stale = list(dict.fromkeys(p.notebook for p in problems if p.kind not in ("orphan", "robustness")))
     if stale:
         print("refresh them (book profile; commit results/ afterwards):\n"
               f"  .venv/bin/iclr25 refresh-results {' '.join(stale)}\n"
@@ -430,7 +434,8 @@ def _cmd_refresh_results(args) -> int:
     if args.notebooks:
         todo = [batch.notebook_id(batch.resolve_notebook(n)) for n in args.notebooks]
     else:
-        todo = [p.notebook for p in ledger.check(folder) if p.kind != "orphan"]
+        todo = list(dict.fromkeys(p.notebook for p in ledger.check(folder)
+                                  if p.kind not in ("orphan", "robustness")))
     if not todo:
         print("results ledger: nothing to refresh")
         return 0

@@ -442,6 +442,18 @@ def check(results_dir: Path | None = None, root: Path | None = None,
             problems.append(Problem(ident, "failed", f"{len(failed)} must-hold claim(s) failed: "
                                     + "; ".join(c.get("claim", "?") for c in failed)))
     if notebooks is None:
+        from . import robustness
+
+        for f in sorted((results_dir / robustness.FOLDER).glob("*/*.json")):
+            ident = f"{f.parent.name}/{f.stem}"
+            try:
+                why = robustness.stale(json.loads(f.read_text()), root)
+            except json.JSONDecodeError as e:
+                why = [f"not JSON ({e})"]
+            if why:
+                problems.append(Problem(ident, "robustness", f"{_rel(f, root)} is stale: "
+                                        + "; ".join(why[:3]) + f" (re-run `iclr25 robustness {ident}`"
+                                        " or delete it)"))
         for f in sorted(results_dir.glob("*/*.json")):
             if not f.parent.name[:2].isdigit():  # results/robustness/, results/bench/ ...
                 continue

@@ -1,21 +1,27 @@
-"""Seed robustness: does each finding hold in every seed, or only in the one the book runs?
+"""Seed robustness: does each finding come out the same in every seed, or only in the one the
+book runs?
 
 ``iclr25 robustness [CHAPTER...] --seeds 0,1,2 --profile smoke`` runs every notebook of the
 chapters over the seeds (through :func:`iclr25.batch.sweep`: a local process pool, or a Dask
 cluster) and writes, per notebook, ``results/robustness/<chapter>/<notebook>.json``::
 
     {
-      "schema": 1, "chapter": ..., "notebook": ..., "profile": "smoke", "seeds": [0, 1, 2],
+      "schema": 2, "chapter": ..., "notebook": ..., "profile": "smoke", "seeds": [0, 1, 2],
       "created": "2026-12-01T23:00:00+00:00",
+      "inputs": {"digest": str, ...},            # iclr25.ledger.inputs_record when it ran
       "runs": {"0": "ok", "1": "ok", "2": "NameError: ..."},
-      "claims": [{"claim": str, "kind": "finding" | "check", "source": str, "must_hold": bool,
-                  "held": 2, "n": 3, "held_in": [0, 2]}]
+      "claims": [{"id": str, "claim": str, "kind": "finding" | "check", "source": str,
+                  "entry_hash": str,              # the registry entry the seeds were judged by
+                  "held": 2, "n": 3, "held_in": [0, 2],          # reproduced (a check: held)
+                  "verdicts": {"0": "reproduced", "1": "inconclusive", "2": null}}]
     }
 
-A seed whose run saved no result counts as not holding every claim (``n`` is the number of
-seeds). The scorecard page shows ``held / n`` beside each finding when these files exist, with
-when and at which profile they were made. ``make robustness`` runs it for the whole book; it is
-not part of CI.
+Claims are keyed by their registry ``id`` (the claim's words for a result written before the
+registry). A seed whose run saved no result counts as not holding every claim (``n`` is the
+number of seeds). A record is *stale* (:func:`stale`) once the notebook's inputs or a registry
+entry it recorded changed, or it names an id the registry no longer has: the chapter page refuses
+it and ``iclr25 check-results`` names it. ``make robustness`` runs it for the whole book; it is not
+part of CI.
 """
 
 from __future__ import annotations
@@ -27,33 +33,73 @@ from typing import Any, Mapping, Sequence
 
 from . import paths
 
-__all__ = ["FOLDER", "aggregate", "run", "load", "write"]
+__all__ = ["FOLDER", "aggregate", "run", "load", "write", "stale"]
 
 FOLDER = "robustness"
 
 
 def aggregate(per_seed: Mapping[Any, Mapping | None]) -> list[dict]:
-    """Per claim (in the order first seen), in how many of the seeds it held.
+    """Per claim (in the order first seen, keyed by registry ``id``, else its words), in how many
+    of the seeds it held (a finding: was reproduced) and each seed's verdict.
 
     ``per_seed`` maps each seed to the result dict its run saved (schema of
-    :mod:`iclr25.claims`), or None when the run saved none. Returns ``[{"claim", "kind",
-    "source", "must_hold", "held", "n", "held_in"}]`` with ``n = len(per_seed)``.
+    :mod:`iclr25.claims`), or None when the run saved none. Returns ``[{"id", "claim", "kind",
+    "source", "entry_hash", "held", "n", "held_in", "verdicts"}]`` with ``n = len(per_seed)``.
     """
     order: list[str] = []
     info: dict[str, dict] = {}
     for seed, result in per_seed.items():
         for c in (result or {}).get("claims", []):
-            text = c.get("claim")
-            if text not in info:
-                order.append(text)
-                info[text] = {"claim": text, "kind": c.get("kind") or "unclassified",
-                              "source": c.get("source"), "must_hold": bool(c.get("must_hold")),
-                              "held_in": []}
+            key = c.get("id") or c.get("claim")
+            if key not in info:
+                order.append(key)
+                info[key] = {"id": c.get("id"), "claim": c.get("claim"),
+                             "kind": c.get("kind") or "unclassified", "source": c.get("source"),
+                             "entry_hash": c.get("entry_hash"), "held_in": [],
+                             "verdicts": {str(s): None for s in per_seed}}
             if c.get("holds"):
-                info[text]["held_in"].append(seed)
-            info[text]["must_hold"] = info[text]["must_hold"] or bool(c.get("must_hold"))
+                info[key]["held_in"].append(seed)
+            info[key]["verdicts"][str(seed)] = c.get("verdict") or ("held" if c.get("holds") else "not held")
     n = len(per_seed)
-    return [{**info[t], "held": len(info[t]["held_in"]), "n": n} for t in order]
+    return [{**info[k], "held": len(info[k]["held_in"]), "n": n} for k in order]
+
+
+def stale(record: Mapping, root: Path | None = None) -> list[str]:
+    """Why a robustness record no longer describes the book (empty when it does): the notebook's
+    inputs changed since it ran, a claim it recorded has no registry id or its entry changed, or
+    the registry has an entry for the notebook that the record lacks."""
+    from . import ledger, registry
+
+    chapter, notebook = record.get("chapter"), record.get("notebook")
+    out = []
+    try:
+        now = ledger.inputs_record(chapter, notebook, root)
+    except (FileNotFoundError, SyntaxError, ValueError):
+        return [f"{chapter}/{notebook} is no longer in the book"]
+    then = record.get("inputs") or {}
+    if (then.get("digest") if isinstance(then, Mapping) else None) != now.get("digest"):
+        out.append("the notebook's inputs changed since the robustness run" if then
+                   else "no input hashes recorded (written before the registry)")
+    try:
+        entries = {k: e for k, e in registry.load(chapter, root).items() if e.notebook == notebook}
+    except FileNotFoundError:
+        entries = {}
+    seen = set()
+    for c in record.get("claims", []):
+        cid = c.get("id")
+        if not cid:
+            out.append(f"claim without a registry id: {c.get('claim')}")
+            break
+        seen.add(cid)
+        e = entries.get(cid)
+        if e is None:
+            out.append(f"{cid} is not in the registry")
+        elif c.get("entry_hash") != registry.entry_hash(e):
+            out.append(f"{cid}: its registry entry changed since")
+    missing = sorted(set(entries) - seen)
+    if missing and not out:
+        out.append("registered but not in the record: " + ", ".join(missing))
+    return out
 
 
 def write(chapter: str, notebook: str, profile: str, seeds: Sequence[Any],
@@ -63,8 +109,14 @@ def write(chapter: str, notebook: str, profile: str, seeds: Sequence[Any],
     base = (directory or paths.repo_root() / "results") / FOLDER
     out = base / chapter / f"{notebook}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    from . import ledger
+
+    try:
+        inputs = ledger.inputs_record(chapter, notebook)
+    except (FileNotFoundError, SyntaxError, ValueError):
+        inputs = None
     out.write_text(json.dumps({
-        "schema": 1, "chapter": chapter, "notebook": notebook, "profile": profile,
+        "schema": 2, "chapter": chapter, "notebook": notebook, "profile": profile, "inputs": inputs,
         "seeds": list(seeds),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "runs": {str(k): v for k, v in runs.items()},
@@ -94,9 +146,9 @@ def run(notebooks: Sequence[str], seeds: Sequence[Any], profile: str = "smoke",
             runs[seed] = "ok" if ok else (str(error).strip().splitlines() or ["failed"])[0]
         path = write(chapter, notebook, profile, seeds, per_seed, runs, directory)
         weak = [c for c in json.loads(path.read_text())["claims"]
-                if c["kind"] == "finding" and c["must_hold"] and c["held"] < c["n"]]
+                if c["kind"] == "finding" and 0 < c["held"] < c["n"]]
         for c in weak:
-            echo(f"    must-hold finding held in {c['held']} of {c['n']} seeds: {c['claim']}")
+            echo(f"    finding reproduced in {c['held']} of {c['n']} seeds: {c['id'] or c['claim']}")
         written.append(path)
     return written
 
@@ -116,6 +168,8 @@ def load(folder: Path | None = None) -> dict:
         created.append(str(data.get("created", "")))
         profiles.add(str(data.get("profile")))
         seeds.add(", ".join(map(str, data.get("seeds", []))))
+        if stale(data):
+            continue
         for c in data.get("claims", []):
             out[(data.get("chapter"), data.get("notebook"), c.get("claim"))] = f"{c['held']} / {c['n']}"
     if out:

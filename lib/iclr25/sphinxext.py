@@ -4,14 +4,18 @@
 - ``{iclr25-scorecard}``: the claims of every chapter, paper vs ours, from the committed
   book-profile results (``results/``, the ledger of :mod:`iclr25.ledger`), each notebook's ledger
   status, and what failed in this build;
-- ``{iclr25-chapters}``: the chapter table with findings held / recorded, from the same results;
-- ``{iclr25-robustness} CHAPTER``: on a chapter page, its must-hold findings that held in fewer
-  than all seeds of the last ``iclr25 robustness`` run;
+- ``{iclr25-chapters}``: the chapter table with its registered findings by verdict, from the same
+  results;
+- ``{iclr25-registry} CHAPTER``: on a chapter page, "what held": its registry (``book/claims/``),
+  each entry with the paper's number, ours (effect and 95% interval), the control, the verdict of
+  the committed result that judged it and its amendments -- generated, never hand-written;
+- ``{iclr25-robustness} CHAPTER``: on a chapter page, its findings that held in fewer than all
+  seeds of the last ``iclr25 robustness`` run;
 - in a ``book``-profile build with the execution cache (``make book``), a notebook whose committed
   result is stale (an ``iclr25`` module it imports changed, say) is dropped from the cache and
   re-read, so it executes again even though its code cells did not change;
 - at the end of a build, a summary of every notebook: how it was executed, its time, whether it
-  failed, and the must-hold claims that failed (also written to ``<outdir>/../execution.txt``).
+  failed, and the checks that failed (also written to ``<outdir>/../execution.txt``).
 
 Pages using these directives are read after every notebook has executed (so they see this
 build's results) and are re-read on every build.
@@ -32,7 +36,7 @@ from .chapters import CHAPTERS
 
 _RESULT_PAGES: set[str] = set()
 _DIRECTIVES = ("iclr25-scorecard", "iclr25-chapters", "iclr25-robustness", "iclr25-performance",
-               "iclr25-times")
+               "iclr25-times", "iclr25-registry")
 
 
 def _mathjax_dir() -> Path:
@@ -117,7 +121,7 @@ class ScorecardDirective(_ResultsDirective):
             profs = ", ".join(sorted({str(r.get("profile")) for r in build}))
             bad = sum(len(ledger.failed_claims(r)) for r in build)
             out += [f"*This build ran at profile {profs}:* {scorecard.headline(build)}; {bad} "
-                    "must-hold claim(s) failed. The tables below are the committed book-profile "
+                    "check(s) failed. The tables below are the committed book-profile "
                     "results.", ""]
         if not results:
             return self._parse("\n".join(out + [
@@ -128,9 +132,13 @@ class ScorecardDirective(_ResultsDirective):
         summary = scorecard.chapter_summary(results)
         created = sorted(str(r.get("created", "")) for r in results)
         out += [f"**{scorecard.headline(results)}**, profile {ledger.LEDGER_PROFILE} (the committed "
-                f"results, run between {created[0][:10]} and {created[-1][:10]}). Only findings "
-                "count: results that could have come out otherwise. Checks hold by construction "
-                "(an identity, fast path = reference) and are listed apart.", "",
+                f"results, run between {created[0][:10]} and {created[-1][:10]}). The count is "
+                "the chapters' registries (`book/claims/`), written from the papers before the "
+                "runs: each registered finding is judged against its control with a 95% interval "
+                "over seeds, splits or items, as reproduced, not reproduced, inconclusive (the "
+                "interval contains the control) or out of reach (testable only at the paper's "
+                "scale); *not yet judged* means no current result records it. Checks hold by "
+                "construction (an identity, fast path = reference) and are listed apart.", "",
                 scorecard.markdown_table(summary), ""]
         if robust:
             out += [_robustness_line(robust), ""]
@@ -140,21 +148,19 @@ class ScorecardDirective(_ResultsDirective):
                     "(`iclr25 check-results`):", ""]
             out += [f"- {p}" for p in problems.values()]
             out += ["```", ""]
-        table["status"] = ["held" if h else ("FAILED" if m else "not held")
-                           for h, m in zip(table["holds"], table["must hold"])]
         urls = _paper_urls(self.env)
         table["source"] = [_link(src, urls.get(ch)) for src, ch in zip(table["source"], table["chapter"])]
         table["seeds"] = [robust.get((ch, nb, claim), "") for ch, nb, claim in
                           zip(table["chapter"], table["notebook"], table["claim"])]
-        cols = ["notebook", "claim", "source", "paper", "ours", "status", "must hold"]
+        cols = ["notebook", "claim", "source", "paper", "ours", "control", "verdict"]
         cols += ["seeds"] if robust else []
         cols += ["note"]
         for _, s in summary.iterrows():
             rows = table[table["chapter"] == s["chapter"]]
             findings, checks = rows[rows["kind"] == "finding"], rows[rows["kind"] != "finding"]
-            out += [f"**{s['chapter']}**: {s['findings held']} of {s['findings']} findings held, "
-                    f"{s['must-hold findings held']} of {s['must-hold findings']} that must hold "
-                    f"(profile {s['profile']})", ""]
+            out += [f"**{s['chapter']}**: {s['findings']} registered findings: "
+                    + ", ".join(f"{s[v]} {v}" for v in scorecard.VERDICT_COLUMNS if s[v])
+                    + f" (profile {s['profile']}; {s['amendments']} amendment(s))", ""]
             if len(findings):
                 out += [scorecard.markdown_table(findings[cols]), ""]
             if len(checks):
@@ -213,14 +219,13 @@ def _link(source: str, url: str | None) -> str:
 class ChaptersDirective(_ResultsDirective):
     """The landing page's table: one row per paper, linked when its chapter is in this build, with
     the citation (from the chapter page's first ``{cite}`` key and ``book/references.bib``), what our
-    findings reproduce (their paper sources) and how many held (all, and those that must hold),
-    from the committed results."""
+    findings reproduce (their paper sources) and their registered findings by verdict, from the
+    committed results."""
 
     def run(self):
         results = self._results()
         summary = scorecard.chapter_summary(results)
-        held = {r["chapter"]: (f"{r['findings held']} / {r['findings']} "
-                               f"({r['must-hold findings held']} / {r['must-hold findings']})")
+        held = {r["chapter"]: " / ".join(str(r[v]) for v in scorecard.VERDICT_COLUMNS) + f" of {r['findings']}"
                 for _, r in summary.iterrows()}
         sources: dict[str, list[str]] = {}
         for r in results:
@@ -232,7 +237,8 @@ class ChaptersDirective(_ResultsDirective):
                         sources[r.get("chapter")].append(s)
         srcdir = Path(self.env.srcdir)
         bib = "\n".join(p.read_text(errors="ignore") for p in _bib_files(self.env.config, srcdir))
-        lines = ["| # | chapter | paper | reproduces | findings held (must hold) |",
+        lines = ["| # | chapter | paper | reproduces | findings: reproduced / not reproduced / "
+                 "inconclusive / out of reach / not yet judged |",
                  "|---|---|---|---|---|"]
         for c in CHAPTERS:
             docname = f"book/chapters/{c.slug}"
@@ -251,8 +257,8 @@ class ChaptersDirective(_ResultsDirective):
 
 
 class RobustnessDirective(_ResultsDirective):
-    """``{iclr25-robustness} CHAPTER``: for a chapter page, the must-hold findings that held in
-    fewer than all seeds of the last ``iclr25 robustness`` run (from ``results/robustness/``)."""
+    """``{iclr25-robustness} CHAPTER``: for a chapter page, the findings that held in fewer than
+    all seeds of the last ``iclr25 robustness`` run (from ``results/robustness/``)."""
 
     required_arguments = 1
 
@@ -267,6 +273,14 @@ class RobustnessDirective(_ResultsDirective):
         import json
 
         data = [json.loads(f.read_text()) for f in files]
+        refused = [(d.get("notebook"), robustness.stale(d)) for d in data]
+        refused = [(nb, why) for nb, why in refused if why]
+        if refused:
+            data = [d for d in data if d.get("notebook") not in {nb for nb, _ in refused}]
+        note = ("" if not refused else " Refused as stale (re-run `iclr25 robustness " + chapter.split("-")[0]
+                + "`): " + "; ".join(f"{nb} ({why[0]})" for nb, why in refused) + ".")
+        if not data:
+            return self._parse(f"*No current robustness record for {chapter}.*{note}")
         in_book = [n for n in ledger.book_notebooks() if n.split("/")[0] == chapter]
         covered = "" if len(data) >= len(in_book) else (
             f"; it covered {len(data)} of the chapter's {len(in_book)} notebooks: "
@@ -274,17 +288,63 @@ class RobustnessDirective(_ResultsDirective):
         meta = (f"the robustness run of {min(d.get('created', '') for d in data)[:10]} (profile "
                 f"{', '.join(sorted({str(d.get('profile')) for d in data}))}, seeds "
                 f"{', '.join(map(str, data[0].get('seeds', [])))}{covered})")
-        weak = [(d["notebook"], c) for d in data for c in d.get("claims", [])
-                if c.get("kind") == "finding" and c.get("must_hold") and c["held"] < c["n"]]
-        n_must = sum(1 for d in data for c in d.get("claims", [])
-                     if c.get("kind") == "finding" and c.get("must_hold"))
+        found = [(d["notebook"], c) for d in data for c in d.get("claims", [])
+                 if c.get("kind") == "finding"]
+        weak = [(nb, c) for nb, c in found if c["held"] < c["n"]]
         if not weak:
-            return self._parse(f"In {meta}, every one of the chapter's {n_must} must-hold findings "
-                               "held in every seed.")
-        lines = [f"In {meta}, {len(weak)} of the chapter's {n_must} must-hold findings held in "
+            return self._parse(f"In {meta}, every one of the {len(found)} findings it recorded "
+                               f"held in every seed.{note}")
+        lines = [f"In {meta}, {len(weak)} of the {len(found)} findings it recorded held in "
                  "fewer than all seeds:", "", "| notebook | finding | held in seeds |", "|---|---|---|"]
         lines += [f"| {nb} | {_md_escape(str(c['claim']))} | {c['held']} of {c['n']} |" for nb, c in weak]
+        lines += ["", note.strip()] if note else []
         return self._parse("\n".join(lines))
+
+
+class RegistryDirective(_ResultsDirective):
+    """``{iclr25-registry} CHAPTER``: the chapter's "what held", generated: its registered
+    findings counted by verdict, then one row per registry entry (the claim, where the paper
+    makes it, the paper's number, ours as effect [95% interval], the control, the verdict of the
+    committed result that judged it with the entry's current hash, amendments), checks apart, and
+    each amendment with its date and reason."""
+
+    required_arguments = 1
+
+    def run(self):
+        from . import registry
+
+        chapter = self.arguments[0]
+        try:
+            entries = registry.load(chapter, paths.repo_root())
+        except FileNotFoundError:
+            return self._parse(f"*{chapter} has no claims registry (`book/claims/{chapter}.yaml`) yet.*")
+        results = [r for r in self._results() if r.get("chapter") == chapter]
+        table = scorecard.registry_table(chapter, entries, results)
+        s = scorecard.chapter_summary(results, {chapter: entries}).iloc[0]
+        urls = _paper_urls(self.env)
+        table["source"] = [_link(src, urls.get(chapter)) for src in table["source"]]
+        findings, checks = table[table["kind"] == "finding"], table[table["kind"] == "check"]
+        out = [f"**{s['findings']} registered findings** (`book/claims/{chapter}.yaml`, written from "
+               "the paper before the runs), judged in the committed book-profile results: "
+               + ", ".join(f"{s[v]} {v}" for v in scorecard.VERDICT_COLUMNS if s[v])
+               + f"; {s['checks held']} of {s['checks']} checks held; {s['amendments']} "
+               "amendment(s). *Ours* is the effect (ours minus the control) with its 95% interval "
+               "over the replicates.", ""]
+        cols = ["notebook", "claim", "source", "paper", "ours", "control", "verdict"]
+        if len(findings):
+            out += [scorecard.markdown_table(findings[cols]), ""]
+        if len(checks):
+            out += [f"```{{admonition}} {s['checks held']} of {s['checks']} checks held (true by "
+                    "construction; not counted)", ":class: dropdown", "",
+                    scorecard.markdown_table(checks[["notebook", "claim", "source", "verdict"]]),
+                    "```", ""]
+        amended = [(cid, a) for cid, e in entries.items() for a in e.amendments]
+        if amended:
+            out += ["Amendments (a registered test changed after registration; dated and explained):", ""]
+            out += [f"- `{cid}` ({a.get('date')}): {a.get('field')} "
+                    f"{_md_escape(str(a.get('old')))} -> {_md_escape(str(a.get('new')))}; "
+                    f"{_md_escape(str(a.get('why')))}" for cid, a in amended]
+        return self._parse("\n".join(out))
 
 
 class TimesDirective(_ResultsDirective):
@@ -586,6 +646,7 @@ def setup(app):
     app.add_directive("iclr25-robustness", RobustnessDirective)
     app.add_directive("iclr25-performance", PerformanceDirective)
     app.add_directive("iclr25-times", TimesDirective)
+    app.add_directive("iclr25-registry", RegistryDirective)
     app.connect("config-inited", _offline_mathjax)
     app.connect("build-finished", _copy_mathjax)
     app.connect("html-page-context", _drop_remote_scripts, priority=900)

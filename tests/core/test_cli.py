@@ -106,7 +106,7 @@ def test_run_exit_code_is_one_when_a_claim_fails(book, capsys, tmp_path):
                  "--out", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert out.startswith("FAILED: 99-test/01-tiny (profile book, lr=0.05)")
-    assert "failed must-hold claims:\n    - lr is below 0.01 (Table 1): paper 0.01, ours 0.05" in out
+    assert "failed claims (a check is a bug):\n    - lr is below 0.01 (Table 1): paper 0.01, ours 0.05" in out
     assert ("error: ClaimFailed (cell [3]): 1 claim(s) that must hold at profile 'book' failed:\n"
             "      - lr is below 0.01") in out
     assert json.loads((tmp_path / "out" / "run.json").read_text())["status"] == "failed"
@@ -137,28 +137,90 @@ def test_sweep_prints_the_table_and_exits_one_if_a_run_failed(book, capsys, tmp_
     assert table["run"].tolist() == ["0-lr=0.001", "1-lr=0.05"]
 
 
+REGISTRY_99 = textwrap.dedent("""\
+    chapter: 97-reg
+    claims:
+      - {id: beats-control, notebook: 01-x, claim: Ours beats the control., source: Table 1,
+         paper: 0.9, kind: finding, statistic: accuracy per seed, registered: 2026-12-07,
+         control: {kind: chance, describe: chance level, value: 0.5}, direction: greater,
+         replication: {unit: seeds, n: 3}}
+      - {id: ties-control, notebook: 01-x, claim: Ours ties the control., source: Fig. 2,
+         paper: 0.5, kind: finding, statistic: accuracy per seed, registered: 2026-12-07,
+         control: {kind: chance, describe: chance level, value: 0.5}, direction: greater,
+         replication: {unit: seeds, n: 3}}
+      - {id: big-model, notebook: 01-x, claim: At scale it holds., source: Table 3, paper: 1,
+         kind: finding, statistic: s, registered: 2026-12-07, control: {kind: chance, value: 0},
+         replication: {unit: seeds, n: 3}, profile: paper, reason: needs 7B parameters}
+      - {id: never-run, notebook: 02-y, claim: Not run yet., source: Fig. 4, paper: 1,
+         kind: finding, statistic: s, registered: 2026-12-07, control: {kind: chance, value: 0},
+         replication: {unit: seeds, n: 3},
+         amendments: [{date: 2026-12-07, field: margin, old: 0.1, new: 0.0, why: a test}]}
+      - {id: identity, notebook: 01-x, claim: The identity holds., source: Eq. 1, paper: 0,
+         kind: check, statistic: max error, registered: 2026-12-07}
+    """)
+
+
+def _registered(tmp_path):
+    """A registry of chapter 97-reg and one result judged by it."""
+    from iclr25 import registry as R
+    from iclr25.registry import Registry
+
+    (tmp_path / "book" / "claims").mkdir(parents=True)
+    (tmp_path / "book" / "claims" / "97-reg.yaml").write_text(REGISTRY_99)
+    claims = Registry(Claims("97-reg", "01-x", "book"), tmp_path)
+    claims.finding("beats-control", ours=[0.9, 0.91, 0.92])
+    claims.finding("ties-control", ours=[0.4, 0.6, 0.5])
+    claims.finding("big-model", ours=None)
+    claims.check("identity", holds=True, ours=0.0)
+    claims.save(tmp_path / "res")
+    return R.load("97-reg", tmp_path)
+
+
+def test_scorecard_counts_registered_findings_by_verdict(tmp_path):
+    from iclr25.claims import load_results
+    from iclr25.scorecard import headline, readme_block, registry_table
+
+    entries = _registered(tmp_path)
+    results = load_results(tmp_path / "res")
+    regs = {"97-reg": entries}
+    summary = chapter_summary(results, regs)
+    assert list(summary.columns) == ["chapter", "notebooks", "findings", "reproduced",
+                                     "not reproduced", "inconclusive", "out of reach",
+                                     "not yet judged", "checks held", "checks", "amendments",
+                                     "profile"]
+    assert summary.values.tolist() == [["97-reg", 1, 4, 1, 0, 1, 1, 1, 1, 1, 1, "book"]]
+    assert headline(results, regs) == (
+        "4 registered findings across 1 chapter(s): 1 reproduced, 0 not reproduced, "
+        "1 inconclusive, 1 out of reach, 1 not yet judged; 1 of 1 checks held; 1 amendment(s)")
+    table = registry_table("97-reg", entries, results)
+    assert table["verdict"].tolist() == ["reproduced", "inconclusive", "out of reach",
+                                         "not yet judged", "held"]
+    assert table["ours"][0].startswith("0.41 [") and table["ours"][0].endswith("(n=3)")
+    assert "| 97-reg | 1 | 4 | 1 | 0 | 1 | 1 | 1 | 1 / 1 | 1 | book |" in readme_block(results, regs)
+    # a result judged by an entry that changed since counts as not yet judged
+    changed = {**entries, "beats-control": entries["beats-control"].__class__(
+        **{**entries["beats-control"].as_dict(), "margin": 0.5, "amendments": ()})}
+    assert chapter_summary(results, {"97-reg": changed})["reproduced"].tolist() == [0]
+
+
 def test_scorecard_functions_are_pure_tables(tmp_path):
     from iclr25.claims import load_results
 
     results = load_results(_results(tmp_path))
-    summary = chapter_summary(results)
-    assert list(summary.columns) == ["chapter", "notebooks", "findings held", "findings",
-                                     "must-hold findings held", "must-hold findings",
-                                     "checks held", "checks", "profile"]
-    assert summary.values.tolist() == [["06-topk-sae", 1, 0, 0, 0, 0, 1, 1, "book"],
-                                       ["18-relu-landscape", 1, 1, 2, 1, 1, 0, 0, "smoke"]]
+    summary = chapter_summary(results, {})
+    assert summary.values.tolist() == [
+        ["06-topk-sae", 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, "book"],
+        ["18-relu-landscape", 1, 2, 0, 0, 0, 0, 2, 0, 0, 0, "smoke"]]
     table = scorecard_table(results)
     assert table["claim"].tolist() == ["MSE falls with k", "loss plateaus at saddles",
                                        "escape neurons appear"]
-    assert table["holds"].tolist() == [True, True, False]
-    assert table["must hold"].tolist() == [True, True, False]
+    assert table["verdict"].tolist() == ["held", "not yet judged", "not yet judged"]
     assert table["kind"].tolist() == ["check", "finding", "finding"]
-    assert scorecard_table([]).empty and chapter_summary([]).empty
-    md = render(results, "markdown")
-    assert md.startswith("**1 of 2 findings held (must hold: 1 of 1); 1 of 1 checks held, "
-                         "across 2 chapter(s)**")
-    assert "### 06-topk-sae: 0/0 findings held" in md and "Checks (1/1 held" in md
-    assert "| needs more steps \\| smoke scale |" in md and "| 0.5 | 0.123457 | no | no |" in md
+    assert scorecard_table([]).empty and chapter_summary([], {}).empty
+    md = render(results, "markdown", {})
+    assert md.startswith("**2 registered findings across 2 chapter(s): 0 reproduced, ")
+    assert "### 06-topk-sae: 0 findings: ; checks 1/1" in md and "Checks (1/1 held" in md
+    assert "| needs more steps \\| smoke scale |" in md and "| 0.5 | 0.123457 |" in md
 
 
 def test_scorecard_command(book, capsys, tmp_path):
@@ -167,17 +229,16 @@ def test_scorecard_command(book, capsys, tmp_path):
     folder = str(_results(tmp_path / "res"))
     assert main(["scorecard", "--results", folder]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Scorecard: 1 of 2 findings held (must hold: 1 of 1); 1 of 1 checks held, "
-                          "across 2 chapter(s)")
-    assert ("18-relu-landscape: 1/2 findings held, must hold 1/1; checks 0/0 "
+    assert out.startswith("Scorecard: 2 registered findings across 2 chapter(s): 0 reproduced")
+    assert ("18-relu-landscape: 2 findings: 2 not yet judged; checks 0/0 "
             "(1 notebook(s), profile smoke)") in out
-    assert "06-topk-sae: 0/0 findings held, must hold 0/0; checks 1/1" in out
+    assert "06-topk-sae: 0 findings: ; checks 1/1" in out
     line = next(li for li in out.splitlines() if "escape neurons appear" in li)
     assert "Thm. 2" in line and "0.123457" in line and "needs more steps" in line
     assert main(["scorecard", "--results", folder, "--format", "csv"]) == 0
     csv = capsys.readouterr().out
     assert csv.splitlines()[0] == \
-        "chapter,notebook,claim,kind,source,paper,ours,holds,must hold,note,profile"
+        "chapter,notebook,id,claim,kind,source,paper,ours,control,verdict,note,profile"
     assert main(["scorecard", "--results", folder, "--format", "html"]) == 2
 
 
@@ -232,14 +293,14 @@ def test_readme_block_is_rewritten_from_the_results(tmp_path):
     from iclr25.scorecard import README_BEGIN, README_END, readme_block, update_readme
 
     results = [json.loads(p.read_text()) for p in sorted(_results(tmp_path).glob("*/*.json"))]
-    block = readme_block(results)
+    block = readme_block(results, {})
     assert block.startswith(README_BEGIN) and block.endswith(README_END)
-    assert "| 18-relu-landscape | 1 | 1 / 2 | 1 / 1 | 0 / 0 | smoke |" in block
-    assert "| 06-topk-sae | 1 | 0 / 0 | 0 / 0 | 1 / 1 | book |" in block
-    assert "| **all** | 2 | 1 / 2 | 1 / 1 | 1 / 1 | |" in block
+    assert "| 18-relu-landscape | 1 | 2 | 0 | 0 | 0 | 0 | 2 | 0 / 0 | 0 | smoke |" in block
+    assert "| 06-topk-sae | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 1 / 1 | 0 | book |" in block
+    assert "| **all** | 2 | 2 | 0 | 0 | 0 | 0 | 2 | 1 / 1 | 0 | |" in block
     text = f"# title\n\n{README_BEGIN}\nold\n{README_END}\n\nrest\n"
-    new = update_readme(text, results)
-    assert new == f"# title\n\n{block}\n\nrest\n" and update_readme(new, results) == new
+    new = update_readme(text, results, {})
+    assert new == f"# title\n\n{block}\n\nrest\n" and update_readme(new, results, {}) == new
     with pytest.raises(ValueError, match="no results block"):
         update_readme("# no markers\n", results)
 
@@ -249,20 +310,48 @@ def test_robustness_aggregates_a_hand_made_sweep(tmp_path):
 
     def result(*holds):
         return {"claims": [{"claim": f"c{i}", "kind": "finding", "source": "Fig. 1",
-                            "must_hold": True, "holds": h} for i, h in enumerate(holds)]}
+                            "holds": h} for i, h in enumerate(holds)]}
 
     per_seed = {0: result(True, True), 1: result(True, False), 2: None}  # seed 2 saved nothing
     agg = robustness.aggregate(per_seed)
     assert [(a["claim"], a["held"], a["n"], a["held_in"]) for a in agg] == \
         [("c0", 2, 3, [0, 1]), ("c1", 1, 3, [0])]
+    assert agg[1]["verdicts"] == {"0": "held", "1": "not held", "2": None}
     path = robustness.write("18-relu-landscape", "01-x", "smoke", [0, 1, 2], per_seed,
                             {0: "ok", 1: "ok", 2: "NameError: x"}, tmp_path)
     assert path == tmp_path / "robustness" / "18-relu-landscape" / "01-x.json"
-    loaded = robustness.load(tmp_path / "robustness")
-    assert loaded[("18-relu-landscape", "01-x", "c0")] == "2 / 3"
-    assert loaded[("18-relu-landscape", "01-x", "c1")] == "1 / 3"
-    assert loaded["_meta"]["profile"] == "smoke" and loaded["_meta"]["seeds"] == "0, 1, 2"
+    # keyed by claim words, written outside the book: stale, so refused
+    assert robustness.stale(json.loads(path.read_text()))
+    assert robustness.load(tmp_path / "robustness") == {}
     assert robustness.load(tmp_path / "none") == {}
+
+
+def test_robustness_records_keyed_by_registry_ids_go_stale_with_the_registry(book, tmp_path):
+    """A record written against the registry is current; once the registry entry it recorded
+    changes (or the notebook's inputs do), it is stale: the page refuses it, check-results names it."""
+    from iclr25 import ledger, registry as R, robustness
+
+    (book / "book" / "claims").mkdir(parents=True)
+    reg = book / "book" / "claims" / "99-test.yaml"
+    reg.write_text(textwrap.dedent("""\
+        chapter: 99-test
+        claims:
+          - {id: lr-small, notebook: 01-tiny, claim: lr is small., source: Table 1, paper: 0.01,
+             kind: finding, statistic: lr, registered: 2026-12-07,
+             control: {kind: chance, value: 0.01}, direction: less, replication: {unit: seeds, n: 3}}
+        """))
+    e = R.load("99-test")["lr-small"]
+    res = {"claims": [{"id": "lr-small", "claim": e.claim, "kind": "finding", "holds": True,
+                       "verdict": "reproduced", "entry_hash": R.entry_hash(e)}]}
+    path = robustness.write("99-test", "01-tiny", "smoke", [0, 1], {0: res, 1: res},
+                            {0: "ok", 1: "ok"}, book / "results")
+    record = json.loads(path.read_text())
+    assert robustness.stale(record) == []
+    assert robustness.load(book / "results" / "robustness")[("99-test", "01-tiny", e.claim)] == "2 / 2"
+    reg.write_text(reg.read_text().replace("value: 0.01}", "value: 0.02}"))
+    assert robustness.stale(record) == ["lr-small: its registry entry changed since"]
+    problems = [p for p in ledger.check(book / "results") if p.kind == "robustness"]
+    assert [p.notebook for p in problems] == ["99-test/01-tiny"]
 
 
 def test_robustness_command_sweeps_every_seed(book, capsys, tmp_path):
