@@ -14,11 +14,16 @@ Public API
   :func:`gamble_chain_class`;
 - online: :func:`run_online` (O-MBRL, greedy MLE, eps-greedy);
 - the horizon comparison: the river lock :func:`river_lock`, :func:`river_lock_class`, :func:`river_rho`,
-  the Hoeffding-bonus baseline :func:`run_ucbvi` (UCBVI-CH), :func:`horizon_sweep`, :func:`tune_shared`;
+  the river variants :func:`river_instance` (fixed, per-step reward, growing unknowns), the UCBVI
+  baselines :func:`run_ucbvi` (Hoeffding UCBVI-CH, Bernstein UCBVI-BF), :func:`horizon_sweep`,
+  :func:`tune_shared`, :func:`tune_river` (registered grids, extended until interior);
 - offline: :func:`cppo_lr` (pessimism over a restricted policy set), :func:`plug_in`,
   :class:`PolicyTable`, :func:`collect`, :func:`coverage`, :func:`pessimistic_value`, :func:`offline_sweep`,
-  :func:`worst_case_gap_sweep` (the realised gap over a family of instances),
+  :func:`worst_case_gap_sweep` and :class:`Family` (the realised gap over a family of instances),
+  the VI-LCB baseline :func:`vi_lcb` (Hoeffding penalty :func:`lcb_width`),
   :func:`restriction_check` (the restricted policy set against all policies, brute force);
+- the registry's replicates: :func:`version_space_sizes`, :func:`late_slopes`, :func:`block_slopes`,
+  :func:`worst_block_slopes`, :func:`tune_interior`;
 - analysis: :func:`loglog_slope`, the named instances :func:`instance`; configs per profile: :func:`version_space_config`,
   :func:`online_config`, :func:`offline_config`.
 """
@@ -27,13 +32,16 @@ from .mdp import (VI_BACKENDS, TabularMDP, as_probs, check_transitions, evaluate
                   occupancy, return_moments, rollout, value_iteration)
 from .models import FiniteModelClass, counts_from, default_beta, gamble_chain, gamble_chain_class
 from .online import ALGORITHMS, OnlineResult, run_online
-from .offline import (OfflineResult, PolicyTable, all_deterministic_policies, collect, coverage,
-                      cppo_lr, offline_sweep, pessimistic_value, plug_in, restriction_check,
-                      worst_case_gap_sweep)
-from .horizon import (RIVER, RIVER_INSTANCES, UCBVIResult, horizon_sweep, policy_values, river_lock,
-                      river_lock_class, river_rho, run_ucbvi, tune_shared, ucbvi_plan)
+from .offline import (Family, OfflineResult, PolicyTable, all_deterministic_policies, collect,
+                      coverage, cppo_lr, lcb_width, offline_sweep, pessimistic_value, plug_in,
+                      restriction_check, vi_lcb, worst_case_gap_sweep)
+from .horizon import (BONUSES, RIVER, RIVER_INSTANCES, VARIANTS, UCBVIResult, growing_lock,
+                      horizon_sweep, policy_values, river_instance, river_lock, river_lock_class,
+                      river_rho, run_ucbvi, tune_river, tune_shared, ucbvi_plan)
 from .analysis import (LOCK, OFFLINE_INSTANCES, ONLINE_INSTANCES, fine_q_grid, gamble_behaviour,
                        instance, loglog_slope, q_grid)
+from .measures import (block_ids, block_slopes, late_slopes, tune_interior, version_space_sizes,
+                       worst_block_slopes)
 from .configs import (OfflineConfig, OnlineConfig, VersionSpaceConfig, offline_config,
                       online_config, version_space_config)
 
@@ -44,9 +52,13 @@ __all__ = [
     "ALGORITHMS", "OnlineResult", "run_online",
     "OfflineResult", "PolicyTable", "collect", "cppo_lr", "plug_in", "coverage", "pessimistic_value",
     "offline_sweep", "worst_case_gap_sweep", "all_deterministic_policies", "restriction_check",
+    "Family", "vi_lcb", "lcb_width",
     "RIVER", "RIVER_INSTANCES", "UCBVIResult", "horizon_sweep", "policy_values", "river_lock",
-    "river_lock_class", "river_rho", "run_ucbvi", "tune_shared", "ucbvi_plan", "instance", "ONLINE_INSTANCES", "OFFLINE_INSTANCES", "LOCK",
+    "river_lock_class", "river_rho", "run_ucbvi", "tune_shared", "ucbvi_plan", "tune_river",
+    "river_instance", "growing_lock", "BONUSES", "VARIANTS", "instance", "ONLINE_INSTANCES", "OFFLINE_INSTANCES", "LOCK",
     "loglog_slope", "q_grid", "fine_q_grid", "gamble_behaviour",
     "VersionSpaceConfig", "OnlineConfig", "OfflineConfig", "version_space_config",
     "online_config", "offline_config",
+    "version_space_sizes", "late_slopes", "block_ids", "block_slopes", "worst_block_slopes",
+    "tune_interior",
 ]
