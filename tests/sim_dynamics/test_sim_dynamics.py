@@ -341,3 +341,88 @@ def test_held_out_summary_counts_only_valid_readouts():
     assert h["swing"] and h["k_far"] == 3
     acc[2, 3] = acc[4, 3] = 0.0
     assert not sd.diffusion.held_out_summary(run)["reached"]
+
+
+# --------------------------------------------------------------------------------------------
+# the registry's replicates (issue 60: a swing-by height with no threshold, judged against a null)
+
+
+def test_swing_by_height_against_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        y = np.cumsum(rng.normal(-0.05, 0.3, 30)) + 20
+        best, jj = 0.0, 0                                     # brute force over every (valley, peak)
+        for j in range(len(y)):
+            for i in range(j + 1):
+                if y[j] - y[i] > best:
+                    best, jj = y[j] - y[i], j
+        comes_down = jj < len(y) - 1 and y[jj + 1:].min() < y[jj] - best / 2
+        want = best / abs(y[0]) if best > 0 and comes_down else 0.0
+        got = sd.swing_by_height(y)
+        assert got == pytest.approx(want)
+        d = sd.detect_swing_by(y, rel_tol=1e-12)
+        assert (got > 0) == d.present and (not d.present or got == pytest.approx(d.height))
+    assert sd.swing_by_height(np.linspace(3, 1, 20)) == 0.0             # monotone: 0
+    assert sd.swing_by_height([3.0, 2.0, 2.5, 2.6]) == 0.0              # rises, never comes down: 0
+    np.testing.assert_allclose(sd.swing_by_height(np.array([[3, 2, 2.5, 1.0], [3, 2, 1, 0.5]])), [0.5 / 3, 0])
+
+
+def test_learning_time_ratios_and_order():
+    t90 = np.array([[4.0, 1.0, 2.0], [np.nan, 1.0, 3.0]])
+    a = [0.1, 2.0, 1.0]                                      # ascending a: concept 0, 2, 1
+    np.testing.assert_allclose(sd.log_time_ratio(t90[:, 0], t90[:, 1], 10.0), np.log([4.0, 10.0]))
+    want = [min(np.log(4 / 2), np.log(2 / 1)), min(np.log(10 / 3), np.log(3 / 1))]
+    np.testing.assert_allclose(sd.order_margin(t90, a, 10.0), want)
+    swapped = np.array([[1.0, 4.0, 2.0]])
+    assert sd.order_margin(swapped, a, 10.0)[0] < 0           # out of order: negative
+    sweep = np.array([[5.0, 6.0], [4.0, 6.5], [2.0, 3.0]])   # (n_var, n_seeds)
+    np.testing.assert_allclose(sd.variance_effect(sweep, 10.0), [np.log(4 / 5), np.log(6.5 / 6)])
+    with pytest.raises(ValueError, match="len\\(a\\)"):
+        sd.order_margin(t90, [1.0, 2.0], 10.0)
+
+
+def test_stagewise_and_by_sign():
+    T = 20
+    jac = np.zeros((2, T, 2, 2))
+    jac[0, :, 0, 1] = np.concatenate([np.linspace(0.05, 0.3, 10), np.linspace(0.3, 0.01, 10)])   # up, then down
+    jac[0, :, 0, 0] = np.linspace(0.0, 1.0, T)               # w_11 = 0.47 at the peak (k = 9)
+    jac[1, :, 0, 1] = np.linspace(0.05, 0.0, T)               # only decays (the one-layer case)
+    np.testing.assert_array_equal(sd.stagewise(jac), [1.0, 0.0])
+    jac[0, :, 0, 0] = 0.9                                     # w_11 already large at the peak: no
+    assert sd.stagewise(jac)[0] == 0.0
+    pos, neg = sd.by_sign([1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [0.1, -0.1, 0.2])
+    np.testing.assert_array_equal(pos, [1.0, 20.0, 3.0]); np.testing.assert_array_equal(neg, [10.0, 2.0, 30.0])
+
+
+def test_diffusion_measures():
+    from iclr25.sim_dynamics.diffusion import DiffusionRun
+
+    acc = np.ones((5, 4))
+    acc[0, :3] = 0.2                                          # read-out 0 invalid
+    acc[:, 3] = [1, 0.1, 0.8, 0.3, 0.6]
+    acc[3, 0] = 0.95
+    conc = np.zeros((5, 4, 3, 2))
+    conc[:, 3] = acc[:, 3][:, None, None]
+    run = DiffusionRun(steps=np.arange(5), concept=conc, accuracy=acc, loss=np.zeros(3), samples=None,
+                       readout=None, train_images=None)
+    m = sd.diffusion_measures(run)
+    assert m["train_min"] == 1.0 and m["held_max"] == pytest.approx(0.8)     # the invalid 1.0 does not count
+    assert m["held_drop"] == pytest.approx(0.8 - 0.3)
+    assert m["train_drop"] == pytest.approx(1.0 - 0.95 / 3 - 2 / 3)
+    # farthest valid read-out after first reaching (k = 2): k = 3, mean at (0.3, 0.3): closer to (0, 0)
+    z = np.array([0.3, 0.3])
+    assert m["swing"] == pytest.approx(np.linalg.norm(z - 1) - np.linalg.norm(z))
+    acc[:, 3] = 0.1                                           # never reached: swing 0
+    assert sd.diffusion_measures(run)["swing"] == 0.0
+
+
+def test_official_control_is_a_one_layer_model_on_the_same_data():
+    tr, data = sd.official_control(29, [0, 1], n=64, n_epochs=2)
+    tr2, data2 = sd.official_run(29, [0, 1], n=64, n_epochs=2)
+    assert tr.spec.n_layers == 1 and tr.spec.bias and tr.lr == tr2.lr
+    np.testing.assert_array_equal(data[1].X, data2[1].X)
+    assert tr.ood_centroid_loss.shape == tr2.ood_centroid_loss.shape
+    h = sd.bump_heights(tr)
+    assert set(h) == {"step", "epoch"} and h["step"].shape == (2,) and np.all(h["step"] >= 0)
+    with pytest.raises(ValueError, match="unknown official run"):
+        sd.official_control(99, [0])

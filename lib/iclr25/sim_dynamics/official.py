@@ -26,7 +26,8 @@ from .analysis import detect_swing_by, learning_time
 from .data import two_concept
 from .train import MLPSpec, Trajectory, train_sim
 
-__all__ = ["OfficialRun", "OFFICIAL_RUNS", "STARTS", "our_lr", "official_run", "bump_summary"]
+__all__ = ["OfficialRun", "OFFICIAL_RUNS", "STARTS", "our_lr", "official_run", "official_control",
+           "bump_summary"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,26 @@ def official_run(run_id: int, seeds, n: int = 5000, n_epochs: int = 40, bias: bo
     per_epoch = math.ceil(3 * n / 128)
     traj = train_sim(data, spec, seeds=seeds, lr=our_lr(r.lr, r.dim), batch_size=128, n_epochs=n_epochs,
                      reshuffle=False, jac_every=per_epoch, inits=inits, show_progress=show_progress)
+    return traj, data
+
+
+def official_control(run_id: int, seeds, n: int = 5000, n_epochs: int = 40,
+                     show_progress: bool = False):
+    """The one-layer control of official run ``run_id``: a single ``nn.Linear`` (with bias, PyTorch's
+    default initialization) trained on the same data (same seeds), with the same step, batch size,
+    epochs and batch order. Its gradient-flow OOD loss has no swing-by mechanism (Sec. 4.1), so its
+    bump heights are the null the registry judges the MLP's against. Returns ``(traj, data)``.
+    Introduced in notebook ``09-sim-dynamics/02-swing-by``.
+    """
+    if run_id not in OFFICIAL_RUNS:
+        raise ValueError(f"unknown official run {run_id}; valid: {', '.join(map(str, OFFICIAL_RUNS))}")
+    r = OFFICIAL_RUNS[run_id]
+    seeds = [int(s) for s in np.atleast_1d(seeds)]
+    data = [two_concept(mu=r.mu, var=r.var, n=n, dim=r.dim, rotate=r.rotate, seed=s) for s in seeds]
+    per_epoch = math.ceil(3 * n / 128)
+    traj = train_sim(data, MLPSpec(n_layers=1, bias=True), seeds=seeds, lr=our_lr(r.lr, r.dim),
+                     batch_size=128, n_epochs=n_epochs, reshuffle=False, jac_every=per_epoch,
+                     show_progress=show_progress)
     return traj, data
 
 
