@@ -240,7 +240,7 @@ def test_generators_and_loader(tmp_path):
         g = eg.networkx_graph(name)
         assert g.A0.shape[0] == g.X.shape[0] and len(g.changed_edges()) > 0
     b = eg.ba_motif_pair("house", seed=1)
-    u, v = b.meta["dropped"]
+    u, v = b.meta["toggled"]
     assert b.W0[u, v] != 0 and b.W1[u, v] == 0 and b.motif[u] and b.motif[v]
     A = eg.normalize_adjacency(eg.raw_weights(np.array([[0, 1]]), 2))
     assert np.allclose(A.toarray(), 0.5 * np.ones((2, 2)))
@@ -494,7 +494,7 @@ def test_real_evolving_graphs():
 def test_batched_graph_training_equals_per_graph_loop():
     graphs = [eg.ba_motif_pair(mt, 8, seed=i) for i, mt in enumerate(["house", "cycle", "house"])]
     fast = eg.train_gcn(graphs, "graph", hidden=6, n_steps=3, lr=0.05, snapshot="both", seed=1)
-    ref = eg.WeightedGCN(11, 6, 2, 2, "graph", seed=1)
+    ref = eg.WeightedGCN(12, 6, 2, 2, "graph", seed=1)
     torch.manual_seed(1)
     opt = torch.optim.Adam(ref.parameters(), lr=0.05, weight_decay=5e-4)
     data = [(g.X, A, int(g.y)) for g in graphs for A in (g.A0, g.A1)]

@@ -273,7 +273,7 @@ def regime_summary(curve, warmup: int, *, late_frac: float = 0.1, z_min: float =
     ``[T/4, 3T/4)``; ``late`` = the last ``late_frac`` of the iterations. ``early_peak`` /
     ``late_ascent`` hold when that window's mean exceeds the basin's by more than ``z_min``
     standard errors (Welch's z over the per-iteration values, which are noisy); ``three_regimes``
-    when both hold.
+    when both hold. ``basin_sd`` is the basin's per-iteration standard deviation.
 
     Introduced in ``notebooks/02-data-value-embedding/03-three-regimes.ipynb``.
     """
@@ -289,6 +289,7 @@ def regime_summary(curve, warmup: int, *, late_frac: float = 0.1, z_min: float =
     early, basin, late = c[:warmup], c[T // 4:3 * T // 4], c[T - max(2, round(late_frac * T)):]
     z_early, z_late = _z(early, basin), _z(late, basin)
     out = dict(early=float(early.mean()), basin=float(basin.mean()), late=float(late.mean()),
+               basin_sd=float(basin.std(ddof=1)),
                z_early=z_early, z_late=z_late, early_peak=bool(z_early > z_min),
                late_ascent=bool(z_late > z_min))
     out["three_regimes"] = out["early_peak"] and out["late_ascent"]

@@ -245,6 +245,22 @@ class GradRecorder:
         """Width p~ of a stored gradient (sum over layers)."""
         return sum(L.dim for L in self._layers)
 
+    def projection_matrix(self) -> torch.Tensor:
+        """The ``(p~, p)`` matrix ``Pi`` that the recorder applies to a full per-sample gradient:
+        a stored gradient is ``Pi g``, with ``g`` in the recorded layers' ``[W | b]`` row-major
+        layout (:func:`~.mlp.per_sample_grads`'s). Block-diagonal over layers, each block
+        ``P_b^T (x) P_a^T`` (the identity where a factor is not projected). With it a
+        LoGRA-style baseline projects a Hessian, ``Pi H Pi^T``, with the same random matrices.
+
+        Introduced in ``notebooks/02-data-value-embedding/02-recursion-and-cost.ipynb``.
+        """
+        blocks = []
+        for L in self._layers:
+            Pa = L.P_a if L.P_a is not None else torch.eye(L.d_in, dtype=self.dtype)
+            Pb = L.P_b if L.P_b is not None else torch.eye(L.d_out, dtype=self.dtype)
+            blocks.append(torch.kron(Pb.T, Pa.T).to(self.dtype))
+        return torch.block_diag(*blocks)
+
     def _install(self) -> None:
         def fwd(L: _Layer):
             def hook(mod, inputs, output):

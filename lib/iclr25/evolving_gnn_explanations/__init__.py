@@ -16,6 +16,9 @@ Public API
 - baselines that see the change: :func:`change_attribution` (DeepLIFT, GNN-LRP, Grad, IG along
   A0 -> A1), :func:`integrated_gradients`, :func:`layer_edge_gradients`; static ones: :func:`top_abs`, :func:`random_choice`,
   :func:`pyg_edge_scores` (GNNExplainer, GraphMaskExplainer);
+- the registry's measurements per seed (:mod:`.measures`): :func:`completeness_seed`,
+  :func:`completeness_medians`, :func:`selection_seed`, :func:`selection_statistics`,
+  :func:`fidelity_statistic`, :func:`motif_table`, :func:`pyg_motif_hits`, :func:`flip_share`;
 - configs per profile: :func:`attribution_run`, :func:`selection_run`, :func:`motif_run`.
 """
 
@@ -29,6 +32,10 @@ from .graphs import (EVOLVE_SCHEMES, MOTIFS, NETWORKX_GRAPHS, REAL_EVOLUTIONS, E
                      drift_evolution, evolve, from_weights,
                      load_edge_list, molecule_like, networkx_graph, normalize_adjacency, raw_weights,
                      sbm_evolving, window_evolution)
+from .measures import (FIDELITY_CONTROLS, MOTIF_CONTROLS, TASKS, completeness_by_node, completeness_medians,
+                       completeness_seed, exact_tables, fidelity_statistic, flip_share, gap_shares, molecule_cases,
+                       motif_hits, motif_table, pyg_motif_hits, real_link_cases, real_node_cases,
+                       relative_completeness, selection_seed, selection_statistics)
 from .model import HEADS, Target, WeightedGCN, forward_numpy, forward_numpy_update, train_gcn
 from .selection import (CARDINALITY, SOLVERS, Selection, fidelity_kl, input_to_layer_edges, kl_divergence,
                         layer_adjacencies, select, softmax, surrogate_kl)
@@ -45,4 +52,8 @@ __all__ = [
     "integrated_gradients", "change_attribution", "layer_edge_gradients", "CHANGE_BASELINES", "CHANGE_LABELS",
     "top_abs", "random_choice", "pyg_edge_scores", "rank_input_edges",
     "PYG_EXPLAINERS", "fidelity_curves", "AttributionConfig", "SelectionConfig", "MotifConfig", "attribution_run", "selection_run", "motif_run",
+    "relative_completeness", "completeness_by_node", "completeness_seed", "completeness_medians",
+    "molecule_cases", "real_node_cases", "real_link_cases", "gap_shares", "exact_tables", "selection_seed",
+    "fidelity_statistic", "selection_statistics", "FIDELITY_CONTROLS", "TASKS", "motif_hits", "motif_table",
+    "pyg_motif_hits", "flip_share", "MOTIF_CONTROLS",
 ]

@@ -24,6 +24,7 @@ class AttributionConfig:
     lr: float = 0.01
     n_targets: int = 10       # explained nodes
     ig_steps: tuple = (2, 4, 8, 16, 32, 64)
+    n_seeds: int = 5          # replicates of the completeness comparison (seeds seed .. seed + n_seeds - 1)
     seed: int = 0
 
 
@@ -43,6 +44,7 @@ class SelectionConfig:
     nx_graphs: tuple = ("karate_split", "les_miserables_window")  # real graphs, real_evolving_graph
     nx_targets: int = 3       # explained nodes per real graph (largest prediction change)
     ig_steps: int = 32        # Integrated Gradients steps (midpoint rule)
+    n_seeds: int = 5          # replicates (seeds seed .. seed + n_seeds - 1): data, training, instances
     seed: int = 0
 
 
@@ -54,21 +56,23 @@ class MotifConfig:
     n_base: int = 20          # BA nodes before the motif
     changed_ratio: float = 0.9  # paper: 0.9
     hidden: int = 20          # paper: 11 -> 20 -> 2
-    n_steps: int = 300
-    lr: float = 0.01
+    n_steps: int = 1000       # full-batch Adam steps of the house-vs-cycle detector
+    lr: float = 0.03
     seed: int = 0
     ig_steps: int = 16        # Integrated Gradients steps (midpoint rule)
+    n_pyg: int = 300          # graphs (a fixed random subset) explained by GNNExplainer / GraphMask
+    pyg_epochs: int = 100     # their epochs (PyG default 100)
 
 
 RUNS = {
-    "attribution": {"smoke": dict(n_nodes=60, n_targets=4, n_steps=60, ig_steps=(2, 8, 32)),
+    "attribution": {"smoke": dict(n_nodes=60, n_targets=4, n_steps=60, ig_steps=(2, 8, 32), n_seeds=2),
                     "book": {}, "paper": dict(n_nodes=2000, n_targets=50, n_add=100, n_remove=100)},
     "selection": {"smoke": dict(n_graphs=16, n_instances=2, k_max=3, n_exact=1, k_exact=1, pyg_epochs=30, n_steps=60,
-                                nx_graphs=("karate_split",), nx_targets=1, ig_steps=8),
+                                nx_targets=1, ig_steps=8, n_seeds=1),
                   "book": {}, "paper": dict(n_graphs=188, n_instances=50, k_max=20, n_exact=20, pyg_epochs=200,
                                             nx_targets=20)},
-    "motif": {"smoke": dict(n_pairs=12, n_steps=100, ig_steps=4), "book": {},
-              "paper": dict(n_pairs=1000, n_steps=600)},
+    "motif": {"smoke": dict(n_pairs=100, ig_steps=4, n_pyg=6, pyg_epochs=30), "book": {},
+              "paper": dict(n_pairs=1000)},
 }
 
 

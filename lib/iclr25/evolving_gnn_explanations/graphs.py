@@ -373,53 +373,61 @@ def real_evolving_graph(name: str, seed: int = 0, frac: float = 0.75) -> Evolvin
                        "added": [tuple(map(int, e)) for e in edges[m:]]})
 
 
-def _house(offset):
-    e = [(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (1, 4)]  # a square with a roof
-    return [(a + offset, b + offset) for a, b in e]
-
-
-def _cycle(offset, k=6):
+def _ring(offset, k=5):
     return [(offset + i, offset + (i + 1) % k) for i in range(k)]
+
+
+#: the chord that turns the 5-ring into a house (a square 0-2-3-4 with the roof 0-1-2)
+_CHORD = (0, 2)
 
 
 def ba_motif_pair(motif: str = "house", n_base: int = 20, m: int = 1, changed_ratio: float = 0.9,
                   seed: int = 0) -> EvolvingGraph:
-    """The Table 8 case study: a Barabasi-Albert graph with a ``"house"`` or ``"cycle"`` motif
-    attached by one edge. G1 deletes one motif edge and re-weights a fraction ``changed_ratio`` of
-    the non-motif edges (factor uniform in [0.5, 1.5]). Node features (11): one-hot degree
-    (capped at 9) and a constant; ``y`` = 1 for house, 0 for cycle; ``motif`` marks its nodes.
+    """The Table 8 case study (``16-evolving-gnn-explanations/03-motif-case-study``), built so that
+    the motif drives the prediction: a Barabasi-Albert tree (``n_base`` nodes, ``m`` = 1) with a
+    ``"house"`` or a ``"cycle"`` (a 5-ring) attached by one edge, as in BA-2Motifs. A house is a
+    5-ring plus one chord, and the evolution toggles that chord: ``G1`` of a house deletes it (the
+    motif becomes a cycle), ``G1`` of a cycle inserts it (it becomes a house); a fraction
+    ``changed_ratio`` of the non-motif edges is re-weighted (factor uniform in [0.5, 1.5]). The
+    class lies in the edges only: the node features (12) are the one-hot degree in the *union* of
+    the snapshots (capped at 9, the same for both motifs), a constant, and a flag on the five motif
+    nodes. ``y`` = 1 for a house on ``G0``, 0 for a cycle; ``motif`` marks its nodes;
+    ``meta["toggled"]`` is the chord.
     """
     if motif not in MOTIFS:
         raise ValueError(f"unknown motif {motif!r}; valid: {', '.join(MOTIFS)}")
     if not 0 <= changed_ratio <= 1:
         raise ValueError(f"changed_ratio must be in [0, 1], got {changed_ratio}")
+    if n_base < 2:
+        raise ValueError(f"n_base must be >= 2, got {n_base}")
     rng = np.random.default_rng(seed)
     B = nx.barabasi_albert_graph(n_base, m, seed=int(rng.integers(2**31)))
-    base_edges = list(B.edges())
-    medges = _house(n_base) if motif == "house" else _cycle(n_base)
-    n_m = 5 if motif == "house" else 6
-    n = n_base + n_m
-    attach = (int(rng.integers(n_base)), n_base + int(rng.integers(n_m)))
-    edges = np.array(base_edges + [attach] + medges, dtype=np.int64)
-    is_motif = np.zeros(len(edges), bool)
-    is_motif[len(base_edges) + 1:] = True
-    W0 = raw_weights(edges, n)
-    drop = len(base_edges) + 1 + int(rng.integers(len(medges)))
-    w1 = np.ones(len(edges))
-    nonm = np.flatnonzero(~is_motif)
-    ch = rng.choice(nonm, int(round(changed_ratio * len(nonm))), replace=False)
+    n = n_base + 5
+    attach = (int(rng.integers(n_base)), n_base + int(rng.integers(5)))
+    nonmotif = np.array(list(B.edges()) + [attach], dtype=np.int64).reshape(-1, 2)
+    ring = np.array(_ring(n_base), dtype=np.int64)
+    chord = np.array([[n_base + _CHORD[0], n_base + _CHORD[1]]], dtype=np.int64)
+    w1 = np.ones(len(nonmotif))
+    ch = rng.choice(len(nonmotif), int(round(changed_ratio * len(nonmotif))), replace=False)
     w1[ch] = rng.uniform(0.5, 1.5, len(ch))
-    keep = np.ones(len(edges), bool)
-    keep[drop] = False
-    W1 = raw_weights(edges[keep], n, w1[keep])
-    deg = np.asarray((W0 > 0).sum(axis=1)).ravel()
-    X = np.zeros((n, 11))
+    with_chord = np.vstack([nonmotif, ring, chord])
+    without = np.vstack([nonmotif, ring])
+    one = np.ones(len(ring))
+    if motif == "house":
+        W0 = raw_weights(with_chord, n)
+        W1 = raw_weights(without, n, np.r_[w1, one])
+    else:
+        W0 = raw_weights(without, n)
+        W1 = raw_weights(with_chord, n, np.r_[w1, one, 1.0])
+    deg = np.asarray((raw_weights(with_chord, n) > 0).sum(axis=1)).ravel()
+    X = np.zeros((n, 12))
     X[np.arange(n), np.minimum(deg, 9)] = 1.0
     X[:, 10] = 1.0
     mask = np.zeros(n, bool)
     mask[n_base:] = True
+    X[mask, 11] = 1.0
     return _pair(X, W0, W1, y=np.array(int(motif == "house")), motif=mask,
-                 name=f"ba-{motif}{seed}", meta={"dropped": tuple(edges[drop])})
+                 name=f"ba-{motif}{seed}", meta={"toggled": tuple(int(v) for v in chord[0])})
 
 
 def load_edge_list(path: str | Path, n_nodes: int | None = None, *, time_split: float | None = None,
