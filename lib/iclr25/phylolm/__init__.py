@@ -10,7 +10,13 @@ Predicting their Performances in Benchmarks", ICLR 2025 (arXiv:2404.04671).
 - :mod:`~iclr25.phylolm.zoo` -- a zoo of models with a known genealogy and small benchmarks;
 - :mod:`~iclr25.phylolm.study` -- build the zoo once (notebook 01), the G/N study;
 - :mod:`~iclr25.phylolm.predict` -- leave-one-family-out benchmark prediction;
-- :mod:`~iclr25.phylolm.plots` -- the chapter's figures.
+- :mod:`~iclr25.phylolm.plots` -- the chapter's figures;
+- :mod:`~iclr25.phylolm.replicates` -- the registered statistics per gene split and their
+  controls (imported on its own, ``from iclr25.phylolm import replicates``, so that the zoo's
+  cache key does not depend on it).
+
+Every model samples its own independent draws, as the paper's separate API calls do; common
+random numbers across models (``coupled=True``) are a labelled variant, never judged.
 """
 
 from . import configs, nei, plots, predict, sampling, study, trees, zoo
