@@ -33,9 +33,10 @@ every contender from the same initialisation on the same data, timed through ``i
    takes them from the same numpy generator in the same batches of 1,000 instead of
    ``torch.rand_like``), so their loss changes must agree: relative difference (to the largest
    change) <= 1e-8 (each change is a difference of two float64 losses of ~0.03, rounded to
-   ~1e-17, over changes of ~1e-7: ~1e-10). The exact certificate (``certify``: LPs
-   over the activation sectors) answers a different question exactly (a verdict, not sampled loss
-   changes): a variant row, with its verdict.
+   ~1e-17, over changes of ~1e-7: ~1e-10). The certificate answers a different question (a
+   verdict, not sampled loss changes): two variant rows with their verdicts, the fast path
+   (``certify``: float64, LPs over the activation sectors) and the reference (``certify_exact``:
+   the same rules in exact rational arithmetic).
 
 Run alone (timings taken beside another job are noise):
 ``python benchmarks/bench_relu_landscape.py [--quick]``.
@@ -183,8 +184,11 @@ def main(argv=None) -> None:
            role="baseline", peer="torch", repeat=1,
            what="one perturbed nn.Module and one forward pass per sample, same draws",
            metrics=lambda c: {"min change": float(c.min())})
-    pt.add("certificate (exact, LPs)", lambda: rl.certify(final, X, Y), role="variant",
+    pt.add("certificate (float64, LPs)", lambda: rl.certify(final, X, Y), role="variant",
            agree=False, what="a verdict by linear programs over the sectors, not sampled changes",
+           metrics=lambda c: {"verdict": c.verdict})
+    pt.add("certificate (exact, rational)", lambda: rl.certify_exact(final, X, Y), role="variant",
+           agree=False, repeat=1, what="the same verdict in exact rational arithmetic (the reference)",
            metrics=lambda c: {"verdict": c.verdict})
     pt.run(distance=bench.rel_diff)
 

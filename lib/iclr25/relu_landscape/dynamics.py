@@ -8,7 +8,9 @@ import numpy as np
 
 from .train import Trajectory
 
-__all__ = ["Plateau", "find_plateaus", "neuron_angles", "direction_clusters", "balancedness"]
+__all__ = ["Plateau", "find_plateaus", "neuron_angles", "direction_clusters", "balancedness",
+           "random_direction_groups", "hyperplane_angle", "random_hyperplane_angle",
+           "plateau_end_deviation", "balance_after_escape"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +89,66 @@ def balancedness(W: np.ndarray, H: np.ndarray) -> np.ndarray:
     """||w_j||^2 - ||h_j||^2, conserved by gradient flow for (positively) homogeneous activations
     (paper, Fact 4.6: ||w_j|| and |h_j| move in sync). Shape (..., m)."""
     return np.sum(np.asarray(W) ** 2, axis=-1) - np.sum(np.asarray(H) ** 2, axis=-1)
+
+
+def _unit_directions(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    U = rng.standard_normal((n, d))
+    return U / np.linalg.norm(U, axis=1, keepdims=True)
+
+
+def random_direction_groups(n: int, d: int = 2, tol_deg: float = 2.0, n_draws: int = 200,
+                            seed: int = 0) -> float:
+    """The control of the direction-group count: the mean number of groups that
+    :func:`direction_clusters` forms among ``n`` directions drawn uniformly on the unit sphere of
+    R^d, over ``n_draws`` draws. Introduced in chapter 18, notebook ``01-saddle-to-saddle``."""
+    if n < 1:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    return float(np.mean([len(direction_clusters(_unit_directions(rng, n, d), tol_deg=tol_deg))
+                          for _ in range(n_draws)]))
+
+
+def hyperplane_angle(U: np.ndarray, X: np.ndarray) -> float:
+    """The smallest angle (degrees) between a direction (row of ``U``) and a hyperplane
+    {w : w . x_n = 0} of a training input: arcsin |cos(u, x_n)|, minimised over both. 0 means a
+    direction on a kink of the loss. Introduced in chapter 18, notebook ``01-saddle-to-saddle``."""
+    U = np.atleast_2d(np.asarray(U, dtype=np.float64))
+    X = np.asarray(X, dtype=np.float64)
+    cos = (U @ X.T) / (np.linalg.norm(U, axis=1)[:, None] * np.linalg.norm(X, axis=1)[None, :])
+    return float(np.degrees(np.arcsin(np.clip(np.abs(cos), 0, 1))).min())
+
+
+def random_hyperplane_angle(n: int, X: np.ndarray, n_draws: int = 1000, seed: int = 0) -> float:
+    """The control of :func:`hyperplane_angle`: its mean over ``n_draws`` sets of ``n`` directions
+    drawn uniformly on the unit sphere. Introduced in chapter 18, notebook ``01-saddle-to-saddle``."""
+    rng = np.random.default_rng(seed)
+    d = np.asarray(X).shape[1]
+    return float(np.mean([hyperplane_angle(_unit_directions(rng, n, d), X) for _ in range(n_draws)]))
+
+
+def plateau_end_deviation(plateaus: list[Plateau], paper_ends, last_step: int) -> float:
+    """max_i |t_i / t_paper,i - 1| over the first ``len(paper_ends)`` plateau ends before the end
+    of the run (``last_step``); 1.0 when the run has fewer. Introduced in chapter 18, notebook
+    ``01-saddle-to-saddle``."""
+    ends = [p.end for p in plateaus if p.end < last_step]
+    if len(ends) < len(paper_ends):
+        return 1.0
+    return float(max(abs(e / t - 1) for e, t in zip(ends, paper_ends)))
+
+
+def balance_after_escape(traj: Trajectory, neurons, growth: float = 100.0) -> float:
+    """Fact 4.6 measured: max over ``neurons`` and the logged steps at which each has escaped of
+    | ||w_j|| / ||h_j|| - 1 |. Neuron j has escaped while h_j^2 exceeds ``growth`` times |c_j|, its
+    initial imbalance c_j = ||w_j||^2 - ||h_j||^2 (conserved by gradient flow, so there the ratio
+    is within sqrt(1 + 1/growth) of 1 and can leave it further only by GD's discretisation).
+    Neurons that never escape are left out; nan when none does. Introduced in chapter 18, notebook ``01-saddle-to-saddle``."""
+    neurons = np.asarray(neurons)
+    idx = np.flatnonzero(neurons) if neurons.dtype == bool else neurons.astype(int)
+    wn = np.linalg.norm(traj.W[:, idx], axis=-1)
+    hn = np.linalg.norm(traj.H[:, idx], axis=-1)
+    c = np.abs(wn[0] ** 2 - hn[0] ** 2)
+    escaped = hn ** 2 > growth * c[None, :]
+    if not escaped.any():
+        return float("nan")
+    ratio = wn[escaped] / hn[escaped]
+    return float(np.abs(ratio - 1).max())

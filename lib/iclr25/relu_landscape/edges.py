@@ -21,21 +21,30 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .landscape import certify
+from .landscape import certify, cos_error_bound
 from .net import ShallowNet
 
-__all__ = ["TOLERANCES", "DEFAULT_TOLERANCES", "tolerance_grid", "tolerance_sweep", "verdict_flips",
-           "decade_flips", "certificate_margins", "certify_run"]
+__all__ = ["TOLERANCES", "DEFAULT_TOLERANCES", "default_tolerances", "tolerance_grid",
+           "tolerance_sweep", "verdict_flips", "decade_flips", "certificate_margins", "certify_run"]
 
-#: the tolerances of :func:`~.landscape.certify` and their defaults
+#: the tolerances of :func:`~.landscape.certify` and their defaults; ``dead_margin`` is derived
+#: (``None``: the cosine's rounding-error bound, :func:`~.landscape.cos_error_bound`, ~1.6e-15 for
+#: d = 2), see :func:`default_tolerances`
 DEFAULT_TOLERANCES = {"h_tol": 1e-4, "b_tol": 1e-4, "d_tol": 1e-3, "stat_tol": 1e-4,
-                      "dead_margin": 1e-6}
+                      "dead_margin": None}
 TOLERANCES = tuple(DEFAULT_TOLERANCES)
 
 
+def default_tolerances(d: int) -> dict[str, float]:
+    """:data:`DEFAULT_TOLERANCES` with the derived ``dead_margin`` resolved for inputs of dimension
+    ``d``."""
+    return {**DEFAULT_TOLERANCES, "dead_margin": cos_error_bound(d)}
+
+
 def tolerance_grid(lo: int = -12, hi: int = 0, step: int = 1,
-                   names: Iterable[str] = TOLERANCES) -> dict[str, list[float]]:
-    """Decades 10^lo .. 10^hi (every ``step``-th) for each tolerance, plus its default value."""
+                   names: Iterable[str] = TOLERANCES, d: int = 2) -> dict[str, list[float]]:
+    """Decades 10^lo .. 10^hi (every ``step``-th) for each tolerance, plus its default value
+    (:func:`default_tolerances` for inputs of dimension ``d``)."""
     names = list(names)
     bad = sorted(set(names) - set(TOLERANCES))
     if bad:
@@ -43,7 +52,8 @@ def tolerance_grid(lo: int = -12, hi: int = 0, step: int = 1,
     if hi < lo or step < 1:
         raise ValueError(f"need lo <= hi and step >= 1, got lo={lo}, hi={hi}, step={step}")
     decades = [10.0 ** e for e in range(lo, hi + 1, step)]
-    return {n: sorted(set(decades) | {DEFAULT_TOLERANCES[n]}) for n in names}
+    defaults = default_tolerances(d)
+    return {n: sorted(set(decades) | {defaults[n]}) for n in names}
 
 
 def tolerance_sweep(net: ShallowNet, X: np.ndarray, Y: np.ndarray,
@@ -59,14 +69,15 @@ def tolerance_sweep(net: ShallowNet, X: np.ndarray, Y: np.ndarray,
     if bad:
         raise ValueError(f"unknown tolerance(s) {', '.join(bad)}; valid: {', '.join(TOLERANCES)}")
     rows = []
+    defaults = default_tolerances(np.asarray(X).shape[1])
     for name, values in grid.items():
         for v in sorted(values):
             if v <= 0:
                 raise ValueError(f"tolerance {name} must be > 0, got {v}")
-            kw = {**DEFAULT_TOLERANCES, **fixed, name: float(v)}
+            kw = {**defaults, **fixed, name: float(v)}
             c = certify(net, X, Y, **kw)
             rows.append({"tolerance": name, "value": float(v), "default": name not in fixed and
-                         v == DEFAULT_TOLERANCES[name], "verdict": c.verdict,
+                         v == defaults[name], "verdict": c.verdict,
                          "escape": len(c.escape), "gap": c.stationarity_gap,
                          **{lab: int(np.sum(c.labels == lab)) for lab in ("alive", "zero", "dead")}})
     return rows
@@ -94,11 +105,12 @@ def decade_flips(net: ShallowNet, X: np.ndarray, Y: np.ndarray, factor: float = 
     """
     if not factor > 1:
         raise ValueError(f"factor must be > 1, got {factor}")
-    base = certify(net, X, Y, **DEFAULT_TOLERANCES).verdict
+    defaults = default_tolerances(np.asarray(X).shape[1])
+    base = certify(net, X, Y, **defaults).verdict
     out = []
-    for name, v0 in DEFAULT_TOLERANCES.items():
+    for name, v0 in defaults.items():
         for v in (v0 / factor, v0 * factor):
-            verdict = certify(net, X, Y, **{**DEFAULT_TOLERANCES, name: v}).verdict
+            verdict = certify(net, X, Y, **{**defaults, name: v}).verdict
             if verdict != base:
                 out.append({"tolerance": name, "default": v0, "value": v,
                             "verdict_default": base, "verdict": verdict})
@@ -123,7 +135,7 @@ def certificate_margins(net: ShallowNet, X: np.ndarray, Y: np.ndarray, **tols) -
     """
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64).reshape(len(X), -1)
-    kw = {**DEFAULT_TOLERANCES, **tols}
+    kw = {**default_tolerances(X.shape[1]), **tols}
     c = certify(net, X, Y, **kw)
     esc = [c.sector_norms[j] for j in c.escape if j in c.sector_norms]
     still = [v for j, v in c.sector_norms.items() if j not in c.escape]
@@ -146,26 +158,30 @@ def certificate_margins(net: ShallowNet, X: np.ndarray, Y: np.ndarray, **tols) -
             "near_dead": near_dead}
 
 
-def certify_run(traj, X: np.ndarray, Y: np.ndarray, plateaus, **tols) -> list[dict]:
+def certify_run(traj, X: np.ndarray, Y: np.ndarray, plateaus, *, exact: bool = False,
+                **tols) -> list[dict]:
     """A certificate at the middle of every plateau and at the final point (a plateau that lasts
     until the end of the run is represented by the final point alone).
 
-    ``plateaus`` come from :func:`~.dynamics.find_plateaus`. Each row: point, step, loss, verdict,
-    escape (count), alive / zero / dead counts, stationarity gap, loss change along the certified
-    descent direction (saddles only) and the certificate itself (key ``cert``).
+    ``plateaus`` come from :func:`~.dynamics.find_plateaus`; ``exact=True`` certifies with the
+    reference, :func:`~.exact.certify_exact` (which takes no ``dead_margin``). Each row: point,
+    step, loss, verdict, escape (count), alive / zero / dead counts, stationarity gap, loss change
+    along the certified descent direction (saddles only), the certificate itself (key ``cert``) and
+    the network certified (key ``net``).
 
     Introduced in chapter 18, notebook ``02-escape-neurons``.
     """
+    from .exact import certify_exact
+
     last = int(traj.steps[-1])
     points = [(f"plateau {i + 1}", p.mid, traj.at_step(p.mid)) for i, p in enumerate(plateaus)
               if p.end < last]
     points.append(("final", int(traj.steps[-1]), traj.net))
     rows = []
     for name, step, net in points:
-        c = certify(net, X, Y, **tols)
+        c = certify_exact(net, X, Y, **tols) if exact else certify(net, X, Y, **tols)
         rows.append({"point": name, "step": step, "loss": c.loss, "verdict": c.verdict,
                      "escape": len(c.escape),
                      **{lab: int(np.sum(c.labels == lab)) for lab in ("alive", "zero", "dead")},
-                     "gap": c.stationarity_gap, "loss_drop": c.loss_drop, "cert": c})
+                     "gap": c.stationarity_gap, "loss_drop": c.loss_drop, "cert": c, "net": net})
     return rows
-

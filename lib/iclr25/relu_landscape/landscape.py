@@ -39,7 +39,29 @@ from .net import ShallowNet
 
 __all__ = ["Sector", "sectors", "sectors_bruteforce", "d_vectors", "correlation",
            "Certificate", "certify", "perturbation_test", "PerturbationResult",
-           "classify_neurons"]
+           "classify_neurons", "gamma", "cos_error_bound", "UNIT_ROUNDOFF"]
+
+#: the unit roundoff of IEEE float64 (round to nearest)
+UNIT_ROUNDOFF = 2.0 ** -53
+
+
+def gamma(n: int) -> float:
+    """gamma_n = n u / (1 - n u): the standard bound on the relative rounding error of ``n``
+    floating-point operations in sequence (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, Sec. 3.1): |fl(sum_i a_i b_i) - sum_i a_i b_i| <= gamma_n sum_i |a_i b_i|."""
+    nu = n * UNIT_ROUNDOFF
+    if not 0 <= nu < 1:
+        raise ValueError(f"gamma_n needs 0 <= n u < 1, got n = {n}")
+    return nu / (1 - nu)
+
+
+def cos_error_bound(d: int) -> float:
+    """A bound on |fl(cos(w, x)) - cos(w, x)| for cos = (w . x) / (||w|| ||x||) computed in float64
+    as :func:`classify_neurons` computes it (d-term dot product, two norms, a product and a
+    quotient): gamma_d sum_a |w_a x_a| / (||w|| ||x||) + gamma_{2d+6} |cos| <= gamma_{3d+8}, since
+    sum_a |w_a x_a| <= ||w|| ||x|| and |cos| <= 1. A float cosine beyond it has the sign of the exact
+    one. Chapter 18, notebook ``02-escape-neurons``."""
+    return gamma(3 * int(d) + 8)
 
 
 @dataclass(frozen=True)
@@ -139,12 +161,17 @@ def correlation(net: ShallowNet, X: np.ndarray, R: np.ndarray, W: np.ndarray) ->
 
 
 def classify_neurons(net: ShallowNet, X: np.ndarray, Y: np.ndarray | None = None, *,
-                     h_tol: float = 1e-4, dead_margin: float = 1e-6,
+                     h_tol: float = 1e-4, dead_margin: float | None = None,
                      copy_deg: float = 0.5) -> np.ndarray:
     """Label each neuron ``"dead"``, ``"zero"`` or ``"alive"``.
 
-    dead (ReLU only, rho_neg = 0): every input strictly on the negative side of w_j (relative
-        margin ``dead_margin``), so a neighbourhood of the neuron contributes nothing;
+    dead (ReLU only, rho_neg = 0): every input strictly on the negative side of w_j, so a
+        neighbourhood of the neuron contributes nothing. The float cosines must lie below
+        ``-dead_margin``; the default (``None``) is :func:`cos_error_bound`, the rounding error of
+        the cosine itself, so a neuron is dead exactly when its exact cosines are all negative
+        (up to cosines within that bound of 0, which stay undecided and count as not dead). A
+        hand-chosen margin (the old default 1e-6) moved neurons that sit a hair inside the dead
+        cone out of it (chapter 18, issue 60);
     zero: its contribution ||h_j|| ||sigma(X w_j)|| is at most ``h_tol * ||Y||`` (or ``h_tol`` when
         ``Y`` is not given): a neuron still near the origin, idealised to h_j = 0 (a plateau of the
         saddle-to-saddle dynamics is a stationary point in this vanishing-scale limit) -- unless it
@@ -166,6 +193,8 @@ def classify_neurons(net: ShallowNet, X: np.ndarray, Y: np.ndarray | None = None
         copy = np.any((cos_w >= np.cos(np.radians(copy_deg))) & (cos_h >= np.cos(np.radians(copy_deg))), axis=1)
         labels[(labels == "zero") & copy] = "alive"
     if net.rho_neg == 0:
+        if dead_margin is None:
+            dead_margin = cos_error_bound(X.shape[1])
         Wn = np.linalg.norm(net.W, axis=1)
         Z = net.W @ X.T / np.maximum(Wn[:, None] * np.linalg.norm(X, axis=1)[None, :], 1e-300)
         dead = np.all(Z < -dead_margin, axis=1) & (Wn > 0)
@@ -256,7 +285,7 @@ class Certificate:
 
 def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-4,
             b_tol: float = 1e-4, d_tol: float = 1e-3, stat_tol: float = 1e-4,
-            dead_margin: float = 1e-6) -> Certificate:
+            dead_margin: float | None = None) -> Certificate:
     """Certify a (near-)stationary point: local minimum, or saddle with a descent direction.
 
     Steps: (1) label neurons (:func:`classify_neurons`) and set h_j = 0 for zero ones; (2) for each
@@ -264,7 +293,15 @@ def certify(net: ShallowNet, X: np.ndarray, Y: np.ndarray, *, h_tol: float = 1e-
     neuron, idealised to w_j = 0; (3) check directional stationarity of every neuron
     (``stationarity_gap <= stat_tol``); (4) for an escape neuron build the direction v of the module docstring and
     verify the loss drops along it. Tolerances are relative: ``b_tol`` to the angle between w_j and
-    a hyperplane, ``d_tol`` and ``stat_tol`` to ``||X|| ||Y||``.
+    a hyperplane, ``d_tol`` and ``stat_tol`` to ``||X|| ||Y||``. ``h_tol``, ``b_tol``, ``d_tol``
+    and ``stat_tol`` define the idealised point (a plateau is a stationary point only in the
+    vanishing-initialisation limit); dead-cone membership needs no tolerance: ``dead_margin=None``
+    decides it up to the cosine's own rounding error (:func:`classify_neurons`).
+
+    This is the fast path: float64 arithmetic and LPs. The reference,
+    :func:`~iclr25.relu_landscape.exact.certify_exact`, evaluates the same rules in exact rational
+    arithmetic; the two agree wherever this one's margins exceed their rounding-error bounds
+    (:func:`~iclr25.relu_landscape.exact.float_decided`).
 
     Introduced in chapter 18, notebook ``02-escape-neurons``.
     """

@@ -95,15 +95,30 @@ class ShallowNet:
 
 
 def init_net(d: int, width: int, k: int = 1, *, init_scale: float, seed: int = 0,
-             rho_pos: float = 1.0, rho_neg: float = 0.0) -> ShallowNet:
+             rho_pos: float = 1.0, rho_neg: float = 0.0, generator: str = "numpy") -> ShallowNet:
     """Gaussian init with standard deviation ``init_scale`` for both layers.
 
     The paper parametrises the scale as ``width ** mu`` (``mu = -3``: 50^-3 = 8e-6 for Fig. 3).
-    Introduced in chapter 18, notebook ``01-saddle-to-saddle``.
+    ``generator="numpy"`` draws from ``numpy.random.default_rng(seed)``; ``generator="torch"``
+    draws as the official ``two_layer_net`` does (``torch.manual_seed(seed)``, then the input
+    layer's m x d float32 weights ``normal_(0)`` times the scale, then the output layer's k x m),
+    so that ``seed=12`` is the paper's own initialisation of Figs. 3, 11 and 12, to the bit (the
+    float32 values, held in float64). Introduced in chapter 18, notebook ``01-saddle-to-saddle``.
     """
     if init_scale <= 0:
         raise ValueError(f"init_scale must be > 0, got {init_scale}")
-    rng = np.random.default_rng(seed)
-    W = init_scale * rng.standard_normal((width, d))
-    H = init_scale * rng.standard_normal((width, k))
+    if generator == "numpy":
+        rng = np.random.default_rng(seed)
+        W = init_scale * rng.standard_normal((width, d))
+        H = init_scale * rng.standard_normal((width, k))
+    elif generator == "torch":
+        import torch
+
+        g = torch.Generator().manual_seed(int(seed))
+        # the official order: input layer (m x d), then output layer (k x m), each N(0, 1) in
+        # float32, scaled in float32 (``layer.weight.data * beta``)
+        W = (torch.empty(width, d, dtype=torch.float32).normal_(0, generator=g) * init_scale).double().numpy()
+        H = (torch.empty(k, width, dtype=torch.float32).normal_(0, generator=g) * init_scale).double().numpy().T
+    else:
+        raise ValueError(f"unknown generator {generator!r}; valid: numpy, torch")
     return ShallowNet(W, H, rho_pos, rho_neg)

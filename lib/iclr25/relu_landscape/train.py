@@ -258,7 +258,7 @@ def run(cfg, *, backend: str | None = None, show_progress: bool = True) -> tuple
 
     X, Y = load(cfg.dataset)
     net = init_net(X.shape[1], cfg.width, Y.shape[1], init_scale=cfg.init_scale, seed=cfg.seed,
-                   rho_neg=cfg.rho_neg)
+                   rho_neg=cfg.rho_neg, generator=cfg.generator)
     traj = train_gd(net, X, Y, lr=cfg.lr, n_steps=cfg.n_steps, log_every=cfg.log_every,
                     stop_loss=cfg.stop_loss, backend=backend, show_progress=show_progress)
     return traj, X, Y
