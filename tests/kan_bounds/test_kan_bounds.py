@@ -241,10 +241,10 @@ def test_digits_split():
 
 
 def test_training_lowers_loss_and_logs():
-    cfg = kb.sweep("smoke", n_steps=20)
+    cfg = kb.sweep("smoke", n_steps=80)          # the sweep counts SGD steps: 80 = 20 epochs of 4 batches
     model, h = kb.fit_regression(cfg, target="f2", hidden=4, n_train=200, seed=0)
     assert h.train_loss[-1] < 0.8 * h.train_loss[0]
-    assert h.epoch[-1] == 20 and len(h.epoch) == 10
+    assert h.unit == "steps" and h.epoch[-1] == 80 and len(h.epoch) == 10
     assert {"l1", "bartlett", "bound", "main_term", "main_term_spectral", "complexity"} <= set(h.measures)
     np.testing.assert_allclose(h.gap, np.array(h.test_loss) - np.array(h.train_loss))
     # noisy test targets: test MSE = excess risk (MSE against f) + noise variance, up to sampling

@@ -18,7 +18,10 @@ Public API
 - measures: :func:`l1_measure`, :func:`bartlett_measure`, :func:`rkhs_measure`, :func:`measures`,
   :func:`spline_lipschitz`, :func:`basis_lipschitz`, :func:`network_lipschitz`, :func:`add_zero_nodes`;
 - data: :func:`regression` (targets ``f1``, ``f2``: ours), :func:`digits`, :func:`mnist` (the paper's data, for users who have the files);
-- training: :func:`train` (:class:`History`); configs :func:`sweep`, :func:`digits_run`;
+- training: :func:`train` (:class:`History`; by epochs or by SGD steps); configs :func:`sweep`,
+  :func:`digits_run`;
+- the registered claims' replicates: :func:`sweep_rows`, :func:`rank_correlations`,
+  :func:`n_effects`, :func:`dropout_pairs`, :func:`non_vacuity` (:mod:`~iclr25.kan_bounds.replicates`);
 - figures: :mod:`iclr25.kan_bounds.plots`.
 """
 
@@ -30,7 +33,8 @@ from .configs import DigitsConfig, SweepConfig, digits_run, sweep
 from .data import TARGETS, Dataset, digits, f1, f2, mnist, read_idx, regression
 from .model import (DROPOUT_MODES, KAN, KANLayer, LowRankRKHSKAN, OutOfGridWarning, RKHSLayer,
                     outside_grid_share, warn_outside_grid)
-from .train import OPTIMIZERS, History, bound_terms, check_data, fit_regression, run_grid, train
+from .train import OPTIMIZERS, UNITS, History, bound_terms, check_data, fit_regression, run_grid, train
+from .replicates import dropout_pairs, n_effects, non_vacuity, rank_correlations, sweep_rows
 from .bounds import (LOSSES, NORMS, LayerTerms, bspline_kappa, dudley, entropy, kan_bound, layer_terms,
                      silu_sup)
 from . import plots  # noqa: E402
@@ -44,5 +48,7 @@ __all__ = [
     "MEASURES", "l1_measure", "bartlett_measure", "rkhs_measure", "measures", "basis_lipschitz",
     "spline_lipschitz", "network_lipschitz", "log_factor", "add_zero_nodes",
     "TARGETS", "Dataset", "regression", "digits", "mnist", "read_idx", "f1", "f2",
-    "History", "train", "bound_terms", "check_data", "fit_regression", "run_grid", "OPTIMIZERS", "SweepConfig", "DigitsConfig", "sweep", "digits_run",
+    "History", "train", "bound_terms", "check_data", "fit_regression", "run_grid", "OPTIMIZERS", "UNITS",
+    "SweepConfig", "DigitsConfig", "sweep", "digits_run",
+    "sweep_rows", "rank_correlations", "n_effects", "dropout_pairs", "non_vacuity",
 ]

@@ -72,7 +72,7 @@ from .basis import SILU_MAX_SLOPE, local_bspline_slopes
 from .model import KANLayer, RKHSLayer
 
 __all__ = ["bspline_kappa", "silu_sup", "LayerTerms", "layer_terms", "entropy", "dudley",
-           "kan_bound", "NORMS", "LOSSES", "SILU_MIN"]
+           "kan_bound", "terms_by_hand", "NORMS", "LOSSES", "SILU_MIN"]
 
 NORMS = ("l1", "spectral")
 LOSSES = ("mse", "ce")
@@ -261,3 +261,81 @@ def kan_bound(model, X, y=None, *, loss: str = "mse", n_classes: int | None = No
     return {"complexity": rbar, "main_term": main, "rademacher": rad, "confidence": conf,
             "bound": 2 * rad + conf, "vacuous": bool(2 * rad + conf >= B), "loss_range": B,
             "lip_loss": lip, "m_out": m, "alpha": alpha, "n": n, "layers": terms}
+
+
+def terms_by_hand(model, X, y=None, *, loss: str = "mse", eps=(0.1, 1.0, 10.0)) -> dict:
+    """The bound's terms recomputed from the raw parameters, one closed form per line, with plain
+    numpy and loops (no call to :func:`layer_terms`, :func:`entropy` or :func:`kan_bound`): the
+    reference the chapter's bound is checked against on small hand-built KANs (notebook 01).
+
+    Per layer (``norms="l1"``): :math:`a_l = \\sum|c| + \\sum|b|`; :math:`W_l = n_l(n_{l-1}K_l + 1)`;
+    spline layers: :math:`h = (\\text{grid range})/G`,
+    :math:`\\kappa_l = \\sqrt{13/(16h^2) + 1.0998^2}` (cubic splines and SiLU; without SiLU
+    :math:`\\sqrt{13/16}/h`), :math:`\\bar\\beta_l = \\max(1, \\sup_{|t|\\le M_{l-1}}|\\mathrm{SiLU}(t)|)`;
+    RKHS layers: :math:`\\varrho_l = \\max_s\\sqrt{\\beta_s^\\top K\\beta_s}`, :math:`\\kappa_l = \\sqrt{r_l}\\varrho_l/\\ell`,
+    :math:`\\bar\\beta_l = \\varrho_l` (1 with a bias), entropy gains
+    :math:`r_lM\\ln(1 + 4\\varrho_la_l/\\varepsilon_l)` and :math:`\\bar u_l` a factor 2;
+    :math:`M_l = a_l\\bar\\beta_l`; :math:`\\bar u_l = a_l\\bar\\beta_l\\prod_{m>l}a_m\\kappa_m`;
+    :math:`\\bar R = (\\sum_l(\\bar u_l^2\\ln 2W_l)^{1/3})^{3/2}`; squared loss:
+    :math:`B = (M_L + \\max|y|)^2`, :math:`\\mathrm{Lip} = 2(M_L + \\max|y|)`; cross-entropy:
+    :math:`B = 2M_L + \\ln C`, :math:`\\mathrm{Lip} = \\sqrt2`; main term
+    :math:`24\\,\\mathrm{Lip}\\,\\bar R/\\sqrt n`; and the entropy bound at each of ``eps``
+    (the loss's Lipschitz constant included). Chapter 15, notebook ``01-kan-from-basis``.
+    """
+    X = np.asarray(torch.as_tensor(X).detach().double())
+    n, m_in = X.shape[0], float(np.abs(X).max())
+    layers = []
+    for layer in model.layers:
+        c = layer.coef.detach().double().numpy()
+        b = layer.bias.detach().double().numpy() if getattr(layer, "bias", None) is not None else np.zeros(0)
+        n_out, n_in, K = c.shape
+        a = float(sum(abs(v) for v in c.ravel()) + sum(abs(v) for v in b))
+        W = n_out * (n_in * K + 1)
+        extra, rho_h = 0, 0.0
+        if isinstance(layer, KANLayer):
+            h = (layer.grid_range[1] - layer.grid_range[0]) / layer.grid_size
+            spline = 13.0 / (16.0 * h * h)
+            kappa = math.sqrt(spline + SILU_MAX_SLOPE ** 2) if layer.base else math.sqrt(spline)
+            t = min(m_in, 1.2784645)
+            silu = max(m_in / (1 + math.exp(-m_in)), t / (1 + math.exp(t)))
+            beta = max(1.0, silu) if layer.base else 1.0
+        else:
+            z = layer.centers.detach().double().numpy()
+            G = np.exp(-(z[:, None] - z[None, :]) ** 2 / (2 * layer.lengthscale ** 2))
+            B_ = layer.beta.detach().double().numpy()
+            rho_h = max(math.sqrt(max(float(B_[s] @ G @ B_[s]), 0.0)) for s in range(layer.rank))
+            kappa = math.sqrt(layer.rank) * rho_h / layer.lengthscale
+            beta = max(rho_h, 1.0) if len(b) else rho_h
+            extra = layer.rank * len(z)
+        layers.append(dict(a=a, W=W, kappa=kappa, beta=beta, m_out=a * beta, param_dim=extra, rho_h=rho_h))
+        m_in = a * beta
+    L = len(layers)
+    u = []
+    for l in range(L):
+        prod = 1.0
+        for q in range(l + 1, L):
+            prod *= layers[q]["a"] * layers[q]["kappa"]
+        u.append((2.0 if layers[l]["param_dim"] else 1.0) * layers[l]["a"] * layers[l]["beta"] * prod)
+    lw = [math.log(2 * t["W"]) for t in layers]
+    rbar = sum((u[l] ** 2 * lw[l]) ** (1.0 / 3.0) for l in range(L)) ** 1.5
+    M = layers[-1]["m_out"]
+    if loss == "mse":
+        Y = float(np.abs(np.asarray(torch.as_tensor(y).detach().double())).max())
+        B, lip = (M + Y) ** 2, 2 * (M + Y)
+    else:
+        B, lip = 2 * M + math.log(model.widths[-1]), math.sqrt(2.0)
+    ent = []
+    for e in eps:
+        v = rbar ** 2 * lip ** 2 / e ** 2 + sum(lw)
+        tot = sum((u[q] ** 2 * lw[q]) ** (1.0 / 3.0) for q in range(L))
+        for l, t in enumerate(layers):
+            if t["param_dim"]:
+                share = (u[l] ** 2 * lw[l]) ** (1.0 / 3.0) / tot
+                prod = 1.0
+                for q in range(l + 1, L):
+                    prod *= layers[q]["a"] * layers[q]["kappa"]
+                eps_l = share * (e / lip) / prod
+                v += t["param_dim"] * math.log(1 + 4 * t["rho_h"] * t["a"] / eps_l)
+        ent.append(v)
+    return {"layers": layers, "u": u, "complexity": rbar, "loss_range": B, "lip_loss": lip,
+            "main_term": 24 * lip * rbar / math.sqrt(n), "entropy": ent, "eps": list(eps)}

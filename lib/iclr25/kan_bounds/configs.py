@@ -4,6 +4,10 @@ Paper (arXiv:2410.08026, as far as could be read): KAN [4, 50, 100, 50, 1], 10,0
 10,000 test samples, 1,000 epochs, SGD, dropout 0.1 on the activations for the regularised KAN.
 ``paper`` uses those sizes (and sweeps widths and sample sizes up to them); ``book`` keeps one run of
 the paper's shape on 10,000 points with fewer epochs and shrinks the sweep; ``smoke`` shrinks all.
+
+The sweep of notebook 02 trains every run for the same number of SGD steps (``n_steps`` counts
+minibatch updates, ``unit="steps"``), not epochs: at equal epochs a larger training set meant more
+steps and larger coefficients, which confounded the bound's dependence on n (issue 66).
 """
 
 from __future__ import annotations
@@ -18,21 +22,22 @@ __all__ = ["SweepConfig", "DigitsConfig", "sweep", "digits_run", "RUNS"]
 @dataclass(frozen=True)
 class SweepConfig:
     """Notebook 02: the simulated experiment -- bound against gap over KAN widths and sample sizes,
-    trained with minibatch SGD, plus one KAN of the paper's shape on 10,000 points."""
+    trained with minibatch SGD for the same number of steps, over seeds, plus one KAN of the
+    paper's shape on 10,000 points."""
 
     hidden: tuple = (4, 8, 16, 32, 50)    # KAN [4, h, 2h, h, 1]; h = 50 is the paper's [4, 50, 100, 50, 1]
     n_trains: tuple = (1000, 3000, 10_000)  # training sizes (paper: 10,000)
     n_test: int = 10_000                  # paper: 10,000
     noise: float = 0.5                    # label-noise std on train and test, in target-std units (ours)
     grid_size: int = 5                    # G (pykan default style)
-    n_steps: int = 1000                   # epochs (paper: 1,000)
+    n_steps: int = 200_000                # SGD steps per run of the sweep (1,000 epochs of 10,000 points)
+    unit: str = "steps"                   # n_steps counts SGD steps: equal for every training size
     optimizer: str = "sgd"                # paper: stochastic gradient descent
     lr: float = 0.03                      # ours (the paper's step size could not be read)
     batch_size: int = 50                  # ours (not readable either)
     dropout: float = 0.1                  # the regularised KAN (paper: 0.1)
-    dropout_hidden: int = 16              # the dropout comparison's KAN [4, h, 2h, h, 1] ...
-    dropout_n: int = 1000                 # ... and training size
-    n_seeds: int = 3                      # seeds for the dropout comparison
+    dropout_hidden: int = 8               # the regularised KANs of the sweep: [4, h, 2h, h, 1] at every n
+    n_seeds: int = 3                      # training seeds of the whole sweep
     targets: tuple = ("f1", "f2")         # the two simulated setups (functions ours)
     paper_widths: tuple = (4, 50, 100, 50, 1)   # the paper-shape run ...
     paper_n: int = 10_000                 # ... on 10,000 + n_test points
@@ -64,10 +69,10 @@ class DigitsConfig:
 
 RUNS = {
     "sweep": {
-        "smoke": dict(hidden=(4, 8), n_trains=(200, 800), n_test=1000, n_steps=25, targets=("f1",),
-                      dropout_hidden=4, dropout_n=200, n_seeds=2, paper_widths=(4, 8, 16, 8, 1),
+        "smoke": dict(hidden=(4, 8), n_trains=(200, 800), n_test=1000, n_steps=300, targets=("f1",),
+                      dropout_hidden=4, n_seeds=2, paper_widths=(4, 8, 16, 8, 1),
                       paper_n=2000, paper_steps=5),
-        "book": dict(hidden=(4, 8, 16), n_trains=(300, 1000, 3000), n_test=3000, n_steps=100,
+        "book": dict(hidden=(4, 8, 16), n_trains=(300, 1000, 3000), n_test=3000, n_steps=2000,
                      paper_steps=60),
         "paper": dict(),
     },

@@ -14,15 +14,19 @@ from .complexity import measures
 from .data import Dataset
 from .model import OutOfGridWarning, warn_outside_grid
 
-__all__ = ["History", "train", "bound_terms", "check_data", "OPTIMIZERS", "loss_fn", "fit_regression", "run_grid"]
+__all__ = ["History", "train", "bound_terms", "check_data", "OPTIMIZERS", "UNITS", "loss_fn",
+           "fit_regression", "run_grid"]
 
 OPTIMIZERS = ("adam", "sgd")
+#: what ``n_steps`` of :func:`train` counts
+UNITS = ("epochs", "steps")
 
 
 @dataclass
 class History:
-    """Per logged epoch: ``epoch``, ``train_loss``, ``test_loss``, ``gap`` (test - train) and
-    one list per measure (``l1``, ``bartlett``, ...); ``final`` holds the last row."""
+    """Per log: ``epoch`` (the epoch, or the SGD step when :func:`train` ran with
+    ``unit="steps"``; ``unit`` says which), ``train_loss``, ``test_loss``, ``gap`` (test - train)
+    and one list per measure (``l1``, ``bartlett``, ...); ``final`` holds the last row."""
 
     epoch: list = field(default_factory=list)
     train_loss: list = field(default_factory=list)
@@ -33,6 +37,7 @@ class History:
     test_acc: list = field(default_factory=list)
     measures: dict = field(default_factory=dict)
     seconds: float = 0.0
+    unit: str = "epochs"
 
     @property
     def final(self) -> dict:
@@ -117,7 +122,8 @@ def check_data(model: torch.nn.Module, data: Dataset) -> None:
 def bound_terms(model, data: Dataset, *, delta: float = 0.05) -> dict:
     """The bound of :mod:`~iclr25.kan_bounds.bounds` on ``data``'s training sample, for both norm
     choices: ``bound`` and ``main_term`` (``l1``), ``main_term_spectral``, ``complexity`` (the
-    network's :math:`\\bar R`, ``l1``) and ``vacuous``. Chapter 15, notebook ``02-bound-vs-gap``."""
+    network's :math:`\\bar R`, ``l1``), ``vacuous`` and ``loss_range`` (the largest possible
+    loss). Chapter 15, notebook ``02-bound-vs-gap``."""
     from .bounds import kan_bound
 
     kw = dict(loss="mse" if data.task == "regression" else "ce", delta=delta)
@@ -125,23 +131,29 @@ def bound_terms(model, data: Dataset, *, delta: float = 0.05) -> dict:
     bs = kan_bound(model, data.X_train, data.y_train, norms="spectral", **kw)
     return {"bound": b1["bound"], "main_term": b1["main_term"], "complexity": b1["complexity"],
             "main_term_spectral": bs["main_term"], "bound_spectral": bs["bound"],
-            "vacuous": float(b1["vacuous"])}
+            "vacuous": float(b1["vacuous"]), "loss_range": b1["loss_range"]}
 
 
 def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e-2,
           optimizer: str = "adam", batch_size: int | None = None, momentum: float = 0.0,
           dropout: float | None = None, log_every: int | None = None, seed: int = 0,
-          desc: str | None = None, log_bounds: bool = True) -> History:
-    """Train ``model`` for ``n_steps`` epochs and log every ``log_every`` epochs (default
-    ``n_steps // 10``) the losses without dropout, the gap, the excess risk (regression with
-    ``y_test_clean``), :func:`~iclr25.kan_bounds.complexity.measures` and (``log_bounds``)
-    :func:`bound_terms` on the training sample.
+          desc: str | None = None, log_bounds: bool = True, unit: str = "epochs") -> History:
+    """Train ``model`` for ``n_steps`` epochs (``unit="epochs"``) or ``n_steps`` optimiser steps
+    (``unit="steps"``), and log every ``log_every`` of the same unit (default ``n_steps // 10``)
+    the losses without dropout, the gap, the excess risk (regression with ``y_test_clean``),
+    :func:`~iclr25.kan_bounds.complexity.measures` and (``log_bounds``) :func:`bound_terms` on the
+    training sample.
 
     ``batch_size``: ``None`` is full batch (one step per epoch); otherwise one pass over a fresh
     permutation in minibatches per epoch -- with ``optimizer="sgd"`` and ``momentum=0`` the paper's
-    stochastic gradient descent. ``dropout`` (if given) sets the activation dropout first (0.1: the
-    paper's regularised KAN). Chapter 15, notebook ``02-bound-vs-gap``.
+    stochastic gradient descent. With ``unit="steps"`` the passes continue (a fresh permutation
+    each) until ``n_steps`` minibatch updates are done, so runs on different training sizes get the
+    same optimisation effort (chapter 15, issue 66: at equal epochs a larger sample meant more SGD
+    steps and larger coefficients). ``dropout`` (if given) sets the activation dropout first (0.1:
+    the paper's regularised KAN). Chapter 15, notebook ``02-bound-vs-gap``.
     """
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; valid: {', '.join(UNITS)}")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     if int(n_steps) < 1:
@@ -164,7 +176,7 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
     opt = (torch.optim.Adam(model.parameters(), lr=lr) if optimizer == "adam"
            else torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum))
     crit = loss_fn(data.task)
-    hist = History()
+    hist = History(unit=unit)
     import time
     t0 = time.perf_counter()
     n = len(data.X_train)
@@ -191,24 +203,47 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
             hist.measures.setdefault(k, []).append(v)
         model.train()
 
-    model.train()
-    for epoch in progress(range(1, n_steps + 1), desc=desc or "train"):
+    def batches():
         if batch_size is None:
-            batches = [None]
-        else:
-            perm = torch.randperm(n, generator=gen)
-            batches = [perm[i:i + int(batch_size)] for i in range(0, n, int(batch_size))]
-        for idx in batches:
-            Xb, yb = (data.X_train, data.y_train) if idx is None else (data.X_train[idx], data.y_train[idx])
-            opt.zero_grad(set_to_none=True)
-            loss = crit(model(Xb), yb)
-            loss.backward()
-            opt.step()
+            return [None]
+        perm = torch.randperm(n, generator=gen)
+        return [perm[i:i + int(batch_size)] for i in range(0, n, int(batch_size))]
+
+    def step(idx):
+        Xb, yb = (data.X_train, data.y_train) if idx is None else (data.X_train[idx], data.y_train[idx])
+        opt.zero_grad(set_to_none=True)
+        loss = crit(model(Xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def check(loss, t):
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"training diverged at epoch {epoch} (loss {float(loss)}): "
+            raise FloatingPointError(f"training diverged at {unit[:-1]} {t} (loss {float(loss)}): "
                                      f"lower lr (now {lr}) or use a larger batch_size")
-        if epoch % log_every == 0 or epoch == n_steps:
-            log(epoch)
+
+    model.train()
+    if unit == "epochs":
+        for epoch in progress(range(1, n_steps + 1), desc=desc or "train"):
+            for idx in batches():
+                loss = step(idx)
+            check(loss, epoch)
+            if epoch % log_every == 0 or epoch == n_steps:
+                log(epoch)
+    else:
+        bar = progress(total=n_steps, desc=desc or "train")
+        t = 0
+        while t < n_steps:
+            for idx in batches():
+                loss = step(idx)
+                t += 1
+                bar.update(1)
+                if t % log_every == 0 or t == n_steps:
+                    check(loss, t)
+                    log(t)
+                if t == n_steps:
+                    break
+        bar.close()
     hist.seconds = time.perf_counter() - t0
     model.eval()
     return hist
@@ -217,11 +252,13 @@ def train(model: torch.nn.Module, data: Dataset, *, n_steps: int, lr: float = 1e
 def fit_regression(cfg, *, target: str, noise: float | None = None, random_frac: float = 0.0,
                    dropout: float = 0.0, seed: int = 0, hidden: int | None = None,
                    widths=None, n_train: int | None = None, n_steps: int | None = None,
-                   batch_size: int | None = None, log_every: int | None = None):
+                   batch_size: int | None = None, log_every: int | None = None,
+                   unit: str | None = None):
     """One notebook-02 run: data from :func:`~iclr25.kan_bounds.data.regression` (noisy train and
     test targets, ``cfg.noise`` unless given), a fresh seeded :class:`~iclr25.kan_bounds.model.KAN`
     of shape ``widths`` (or ``[4, hidden, 2 hidden, hidden, 1]``), :func:`train` with ``cfg``'s
-    optimiser, step size and batch size. Returns ``(model, history)``.
+    optimiser, step size, batch size and unit (``cfg.unit``: the sweep counts SGD steps, so that
+    every training size gets the same number). Returns ``(model, history)``.
     Chapter 15, notebook ``02-bound-vs-gap``."""
     from .data import regression
     from .model import KAN
@@ -239,6 +276,7 @@ def fit_regression(cfg, *, target: str, noise: float | None = None, random_frac:
     hist = train(model, data, n_steps=steps, lr=cfg.lr, optimizer=cfg.optimizer,
                  batch_size=batch_size or cfg.batch_size, dropout=dropout, seed=seed,
                  log_every=log_every or cfg.log_every or None,
+                 unit=unit or getattr(cfg, "unit", "epochs"),
                  desc=f"{target} {list(widths)} n={n_train} p={dropout} s={seed}")
     return model, hist
 
