@@ -102,3 +102,53 @@ def test_trainer_bad_input(tiny):
         slm.train_preference(model, d, alpha=1.0, beta=0.1, n_steps=1, batch_size=2, lr=1e-3)
     with pytest.raises(ValueError, match="alpha"):
         slm.train_preference(model, d, alpha=0.0, beta=0.1, n_steps=1, batch_size=2, lr=1e-3)
+
+
+def test_sequence_scorer_equals_full_scoring_with_and_without_an_adapter(tiny):
+    from iclr25.soft_preference_learning import experiments as X
+
+    model, tok = tiny
+    prompts, conts = ["12 + 35 = 47\n3 + 4 =", "ab", "Name a fruit."], [" 7\n", " cd\n", " a pear"]
+    scorer = X.SequenceScorer(model, tok, prompts, conts, start=2, batch_size=2)
+    full = X.SequenceScorer(model, tok, prompts, conts, start=0)
+    b = lm.tokenize_pairs(tok, prompts, conts, chat=False, add_eos=False)
+    want = lm.sequence_logprobs(model, b["input_ids"], b["attention_mask"], b["response_mask"]).detach()
+    assert np.allclose(scorer.logprobs(model)[0], want.double().numpy(), atol=1e-5)
+    assert np.allclose(full.logprobs(model, (1.0, 2.0)), scorer.logprobs(model, (1.0, 2.0)), atol=1e-5)
+    lora.add(model, r=4, alpha=8, layers=[2], targets=("q_proj", "v_proj"), seed=0)
+    try:
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, lora.LoRALinear):
+                    m.lora_B.normal_(0, 0.1, generator=torch.Generator().manual_seed(2))
+        adapted = lm.sequence_logprobs(model, b["input_ids"], b["attention_mask"], b["response_mask"]).detach()
+        assert np.allclose(scorer.logprobs(model)[0], adapted.double().numpy(), atol=1e-5)
+        assert not np.allclose(adapted.numpy(), want.numpy(), atol=1e-3)
+    finally:
+        lora.remove(model)
+    with pytest.raises(ValueError, match="one length"):
+        X.SequenceScorer(model, tok, prompts, conts[:2], start=1)
+    with pytest.raises(ValueError, match="start"):
+        X.SequenceScorer(model, tok, prompts, conts, start=3)
+
+
+def test_best_of_n_measurements_by_hand():
+    from iclr25.soft_preference_learning import evaluation as E
+    from iclr25.soft_preference_learning import experiments as X
+
+    rng = np.random.default_rng(0)
+    q = {"reference": rng.uniform(0, 0.4, 40), "SPL": rng.uniform(0, 0.4, 40),
+         "DPO": rng.uniform(0, 0.4, (3, 40))}
+    M = X.best_of_n_measurements(q, 16, (1.0, 1.5, 2.0), seed=3)
+    hard = np.flatnonzero(q["reference"] < np.median(q["reference"]))
+    assert M["hard"].tolist() == hard.tolist()
+    assert M["spl"] == pytest.approx(1 - (1 - q["SPL"][hard]) ** 16)
+    assert M["dpo"] == pytest.approx(1 - (1 - q["DPO"][0][hard]) ** 16)
+    tune, test = E.split_halves(len(hard), seed=3)
+    means = [np.mean(1 - (1 - row[hard][tune]) ** 16) for row in q["DPO"]]
+    j = int(np.argmax(means))
+    assert M["T_best"] == (1.0, 1.5, 2.0)[j]
+    assert M["dpo_T_test"] == pytest.approx(1 - (1 - q["DPO"][j][hard][test]) ** 16)
+    assert M["spl_test"] == pytest.approx(M["spl"][test])
+    with pytest.raises(ValueError, match="temperatures"):
+        X.best_of_n_measurements(q, 16, (1.0, 2.0))

@@ -21,6 +21,9 @@ Public API
   ``response_logprobs`` (with token-level temperature);
 - metrics: :func:`distinct_n`, :func:`attribute_entropy`, :func:`embedding_spread`, :func:`ece`,
   :func:`pass_at_n`;
+- the registered statistics: :mod:`.evaluation` (matched controls on a trade-off curve, slopes,
+  exact pass@k, hard items, per-item calibration) and, on demand, :mod:`.experiments` (one
+  replicate of each notebook's language-model experiment, returning measurements);
 - tasks: :mod:`.tasks` (the fruit bandit, stories, multiple choice, addition);
 - configs per profile: :mod:`.configs`.
 """
@@ -29,6 +32,7 @@ from .bandit import (Comparisons, closed_form_policy, entropy, fit_policies, fit
                      sample_comparisons,
                      temperature_scale, tv_distance)
 from .losses import check_coefficients, dpo_loss, dpo_loss_reference, spl_loss, spl_margin
+from . import evaluation
 from .metrics import attribute_entropy, distinct_n, ece, embedding_spread, pass_at_n, words
 
 __all__ = [
@@ -36,4 +40,5 @@ __all__ = [
     "closed_form_policy", "sample_comparisons", "Comparisons", "fit_policy", "fit_policies", "tv_distance",
     "entropy", "temperature_scale",
     "distinct_n", "attribute_entropy", "embedding_spread", "ece", "pass_at_n", "words",
+    "evaluation",
 ]
