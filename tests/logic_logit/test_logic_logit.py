@@ -339,16 +339,3 @@ def test_subsample_split_keeps_n_obs_and_separates_groups():
     assert not set(train.meta["groups"]) & set(test.meta["groups"])
     same_train, _ = ll.subsample_split(data, 200, 0.3, seed=2)
     assert np.array_equal(same_train.choice, train.choice)
-
-
-def test_compare_with_baselines_table_matches_the_fitted_models():
-    data, _, _ = ll.make_hotel_search(400, n_items=6, seed=3)
-    train, test = ll.train_test_split(data, 0.3, seed=0)
-    cfg = ll.config("03-real-choices", "smoke", budgets=(1,), max_types=2, em_iters=3, nn_steps=20,
-                    refine_iters=1)
-    table, sweep, logic = ll.compare_with_baselines(train, test, cfg)
-    assert list(table["test NLL"]) == sorted(table["test NLL"])
-    assert {"uniform", "MNL (raw features)", "MNL (predicates)", "MNL (predicates + pairs)",
-            "neural utility (MLP)", "Logic-Logit (R=1)"} <= set(table.index)
-    assert table.loc["Logic-Logit (R=1)", "test NLL"] == pytest.approx(logic[1].nll(test))
-    assert table.loc["uniform", "test NLL"] == pytest.approx(np.log(6))

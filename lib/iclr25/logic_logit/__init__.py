@@ -20,14 +20,19 @@ Public API
   indicators, optionally with their pairwise conjunctions; L2 chosen on a validation split),
   :func:`mnl_baselines`, feature builders :func:`predicate_features`,
   :func:`conjunction_features`, :func:`informative_columns`;
-- experiments: :func:`compare_models`, :func:`budget_sweep`, :func:`strongest_baseline`,
-  :func:`versus` / :func:`paired_gaps` (paired differences on held-out choices);
+- hyperparameters on validation: :class:`Tuned` (any model, a grid of tries, one validation
+  split), :func:`validation_split`; the chance level of the data's marginals: :class:`MarketShare`;
+- experiments as measurements (one replicate per seed; validation decides, test is touched once):
+  :func:`consider_then_choose_run`, :func:`solver_run`, :func:`real_data_run` and their
+  ``*_measurements`` (per registered claim id, ours and the control per replicate),
+  :func:`chosen_on_validation`, :func:`score_models`; :func:`versus` / :func:`paired_gaps`
+  (paired differences on held-out choices);
 - configs per profile: :func:`config` (:class:`Config`).
 """
 
 from .base import ChoiceModel, NotFittedError, fit_mixture_weights, log_softmax, softmax
-from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, NeuralUtility, OnPredicates, PredicateMNL,
-                        predicate_data,
+from .baselines import (L2_GRID, LC_METHODS, MNL, LatentClassMNL, MarketShare, NeuralUtility, OnPredicates,
+                        PredicateMNL, Tuned, predicate_data, validation_split,
                         conjunction_features, conjunction_pairs, informative_columns, mnl_baselines,
                         predicate_features)
 from .configs import Config, config
@@ -35,10 +40,14 @@ from .formats import from_long, from_wide
 from .data import (HOTEL_TYPES, SCANNER_PANELS, TAFENG_SUBCLASS, ChoiceData, PlantedType, hotel_library,
                    load_expedia, load_modecanada, load_scanner_panel, load_swissmetro, load_tafeng,
                    make_hotel_search, train_test_split)
-from .experiments import (best_logic, budget_sweep, compare_models, compare_with_baselines,
-                          n_parameters, paired_gaps, plot_budget_sweep, rank_of_logic,
-                          record_real_data_claims, strongest_baseline,
-                          subsample_split, uniform_nll, versus)
+from .experiments import (PREDICATE_MNLS, REAL_BASELINES, SOLVER_BASELINES, PlantedSplit,
+                          chosen_on_validation, consider_then_choose_measurements,
+                          consider_then_choose_run, frank_wolfe_gaps, latent_class_models, logic_logit,
+                          measurement_table, mnl_models, n_parameters, neural_model, paired_gaps,
+                          planted_arguments, planted_model, planted_split, plot_budget_sweep,
+                          real_data_measurements, real_data_run, recovery_table, replicate,
+                          replicate_table, score_models,
+                          solver_measurements, solver_run, subsample_split, uniform_nll, versus)
 from .model import LogicLogit, LogicType, match_rules
 from .predicates import Predicate, PredicateLibrary, jaccard
 from .recovery import (RecoveryReport, chance_recovery, recovery_row, recovery_run, match_rule_sets, match_types, recovery_report,
@@ -58,8 +67,12 @@ __all__ = [
     "ChoiceModel", "NotFittedError", "softmax", "log_softmax", "fit_mixture_weights",
     "MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS", "OnPredicates", "predicate_data",
     "PredicateMNL", "L2_GRID", "mnl_baselines", "predicate_features", "conjunction_pairs",
-    "conjunction_features", "informative_columns", "strongest_baseline", "paired_gaps", "versus",
-    "n_parameters", "best_logic",
-    "Config", "config", "compare_models", "budget_sweep", "uniform_nll", "subsample_split",
-    "compare_with_baselines", "plot_budget_sweep", "rank_of_logic", "record_real_data_claims",
+    "conjunction_features", "informative_columns", "paired_gaps", "versus", "n_parameters",
+    "Tuned", "MarketShare", "validation_split",
+    "Config", "config", "uniform_nll", "subsample_split", "plot_budget_sweep", "score_models",
+    "chosen_on_validation", "logic_logit", "mnl_models", "latent_class_models", "neural_model",
+    "PlantedSplit", "planted_split", "planted_model", "planted_arguments", "frank_wolfe_gaps",
+    "consider_then_choose_run", "consider_then_choose_measurements", "solver_run",
+    "solver_measurements", "real_data_run", "real_data_measurements", "measurement_table",
+    "replicate", "replicate_table", "recovery_table", "PREDICATE_MNLS", "REAL_BASELINES", "SOLVER_BASELINES",
 ]

@@ -23,7 +23,7 @@ from .base import ChoiceModel, fit_mixture_weights, log_softmax, softmax
 from .data import ChoiceData
 
 __all__ = ["MNL", "LatentClassMNL", "NeuralUtility", "LC_METHODS", "PredicateMNL", "L2_GRID", "OnPredicates",
-           "predicate_data",
+           "predicate_data", "validation_split", "Tuned", "MarketShare",
            "predicate_features", "conjunction_pairs", "conjunction_features", "informative_columns",
            "mnl_baselines"]
 
@@ -382,7 +382,11 @@ class PredicateMNL(ChoiceModel):
     previous one; by default every penalty is tried (validation curves need not be unimodal: on the
     Yogurt panel the first three rise, then fall); with ``patience`` set, the path stops once the
     validation NLL has failed to improve that many times in a row. ``val_table_`` holds the
-    validation NLL of each penalty tried, ``l2_`` the chosen one.
+    validation NLL of each penalty tried, ``l2_`` the chosen one, ``val_scores_`` the validation
+    NLL and accuracy of the chosen penalty's fit on the fit part (``{"nll", "accuracy"}``, as
+    :class:`Tuned` reports them; None when ``l2_grid`` holds a single penalty and nothing is
+    chosen). The split is :func:`validation_split` (``val_fraction``, ``seed``), the one every
+    :class:`Tuned` model with the same seed uses.
 
     ``library``: a :class:`PredicateLibrary` (default: ``PredicateLibrary.from_data`` on the
     training data with ``n_bins``, as :class:`LogicLogit` builds it).
@@ -444,12 +448,11 @@ class PredicateMNL(ChoiceModel):
         d = len(self.feature_names_)
         self.val_table_ = {}
         beta0 = np.zeros(d)
-        if len(self.l2_grid) == 1:
+        self.val_scores_ = None
+        if len(self.l2_grid) == 1:        # nothing to choose: no validation split (val_scores_ None)
             self.l2_ = self.l2_grid[0]
         else:
-            groups = data.meta.get("groups")
-            groups = groups if groups is not None and np.shape(groups) == (data.n_obs,) else None
-            fit_part, val_part = _split_index(data, self.val_fraction, self.seed, groups)
+            fit_part, val_part = validation_split(data, self.val_fraction, self.seed)
             fit_rows, val_rows = self._flat(data.subset(fit_part)), self._flat(data.subset(val_part))
             beta, betas, best, worse = beta0, {}, np.inf, 0
             for l2 in sorted(self.l2_grid, reverse=True):      # warm starts along the path
@@ -462,6 +465,10 @@ class PredicateMNL(ChoiceModel):
                     break
             self.l2_ = min(self.val_table_, key=lambda k: (self.val_table_[k], -k))
             beta0 = betas[self.l2_]
+            # the chosen penalty's fit on the fit part, scored on the validation part (the numbers
+            # a choice among model families is made on: Tuned.val_scores_ has the same form)
+            self.val_scores_ = {"nll": self.val_table_[self.l2_],
+                                "accuracy": _flat_accuracy(*val_rows, beta0)}
         self.beta_, res = _flat_mnl(*self._flat(data), self.l2_, beta0, self.max_iter)
         self.coef_ = self.beta_
         self.n_iter_, self.fit_seconds_ = res.nit, time.perf_counter() - t0
@@ -490,6 +497,29 @@ def _flat_nll(Zu, pid, starts, ch_rows, beta) -> float:
     m = np.maximum.reduceat(U, starts)
     den = np.add.reduceat(np.exp(U - m[seg]), starts)
     return float(-(U[ch_rows] - m - np.log(den)).mean())
+
+
+def _flat_accuracy(Zu, pid, starts, ch_rows, beta) -> float:
+    """Top-1 accuracy on flat rows, ties broken as :meth:`ChoiceModel.predict` breaks them (the
+    first offered item of highest utility)."""
+    U = (Zu @ beta)[pid]
+    seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(pid))))
+    m = np.maximum.reduceat(U, starts)
+    pos = np.where(U == m[seg], np.arange(len(U)), len(U))
+    first = np.minimum.reduceat(pos, starts)
+    return float(np.mean(first == ch_rows))
+
+
+def validation_split(data: ChoiceData, val_fraction: float = 0.2, seed: int = 0):
+    """Indices ``(fit, val)`` of the fit and validation parts of a training set (chapter 01): a
+    share ``val_fraction`` of the choices, or of the respondents when ``data.meta["groups"]`` names
+    them (whole respondents on one side). Every tuned model of the chapter (:class:`Tuned`,
+    :class:`PredicateMNL`) with the same ``seed`` and ``val_fraction`` uses the same split."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    groups = data.meta.get("groups")
+    groups = groups if groups is not None and np.shape(groups) == (data.n_obs,) else None
+    return _split_index(data, val_fraction, seed, groups)
 
 
 def _split_index(data: ChoiceData, val_fraction: float, seed: int, groups=None):
@@ -549,3 +579,104 @@ def mnl_baselines(library=None, n_bins: int = 4, seed: int = 0) -> dict:
     return {"MNL (raw features)": MNL(),
             "MNL (predicates)": PredicateMNL(library, conjunctions=False, n_bins=n_bins, seed=seed),
             "MNL (predicates + pairs)": PredicateMNL(library, conjunctions=True, n_bins=n_bins, seed=seed)}
+
+
+# ----------------------------------------------------------------------------------------------
+# hyperparameters chosen on a validation split; the chance level of the data's marginals
+
+
+class Tuned(ChoiceModel):
+    """A chapter-01 model whose hyperparameter is chosen on a validation split (chapter 01,
+    ``03-real-choices``): ``make(h)`` builds the model for each ``h`` of ``grid``; each is fit on
+    the fit part of :func:`validation_split` (``val_fraction``, ``seed``) and scored on the
+    validation part; the ``h`` with the lowest validation NLL (the first on a tie) is refit on all
+    the training choices. The test data are never seen. Every model of a comparison gets the same
+    number of tries (``len(grid)``) and, with the same ``seed``, the same validation split.
+
+    ``name`` labels the hyperparameter in tables (``"R"``, ``"l2"``). ``best_`` is the chosen
+    ``h``, ``val_table_`` the validation NLL and accuracy of every try (``{h: {"nll",
+    "accuracy"}}``), ``val_scores_`` those of the chosen one, ``model_`` the refit model.
+    Attributes the wrapper lacks (``types_``, ``alphas_``, ``history_``, ...) are read from
+    ``model_``.
+
+    >>> tuned = Tuned(lambda l2: MNL(l2=l2), (1e-1, 1e-3))   # doctest: +SKIP
+    """
+
+    def __init__(self, make, grid, val_fraction: float = 0.2, seed: int = 0, name: str = "h"):
+        if not callable(make):
+            raise TypeError("make must be a callable h -> unfitted ChoiceModel")
+        grid = tuple(grid)
+        if not grid:
+            raise ValueError("grid must hold at least one hyperparameter value")
+        if not 0 < val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+        self.make, self.grid, self.val_fraction, self.seed, self.name = make, grid, val_fraction, seed, name
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "model_":
+            raise AttributeError(name)
+        model = self.__dict__.get("model_")
+        if model is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (not fitted?)")
+        return getattr(model, name)
+
+    def fit(self, data: ChoiceData) -> "Tuned":
+        data = self._check_data(data)
+        t0 = time.perf_counter()
+        fit_idx, val_idx = validation_split(data, self.val_fraction, self.seed)
+        fit_part, val_part = data.subset(fit_idx), data.subset(val_idx)
+        table = {}
+        for h in self.grid:
+            m = self.make(h)
+            if not isinstance(m, ChoiceModel):
+                raise TypeError(f"make({h!r}) must return a chapter-01 ChoiceModel, got {type(m).__name__}")
+            m.fit(fit_part)
+            table[h] = {"nll": m.nll(val_part), "accuracy": m.accuracy(val_part)}
+        self.best_ = min(self.grid, key=lambda h: table[h]["nll"])
+        self.val_table_, self.val_scores_ = table, dict(table[self.best_])
+        self.model_ = self.make(self.best_).fit(data)
+        self.fit_seconds_ = time.perf_counter() - t0
+        self.fitted_ = True
+        return self
+
+    def predict_proba(self, data: ChoiceData) -> np.ndarray:
+        self._check_fitted()
+        return self.model_.predict_proba(self._check_data(data))
+
+    def __str__(self) -> str:
+        return str(self.model_) if "model_" in self.__dict__ else repr(self)
+
+
+class MarketShare(ChoiceModel):
+    """The chance level from the data's marginals (chapter 01, ``03-real-choices``): each
+    alternative's share of the training choices, renormalised over the offer set,
+    ``P(j | S) = s_j / sum_{k in S} s_k`` with ``s_j = (c_j + 1) / (n + J)`` (``c_j``: times slot
+    ``j`` was chosen; one pseudo-choice per alternative, so an alternative never chosen in training
+    keeps a positive share). Where the slots carry no labels (``data.item_names`` is None: the
+    items of one offer set are not the same alternatives from one choice to the next) the shares
+    are equal, which is the uniform model; ``use_labels=False`` makes it the uniform model on any
+    data."""
+
+    def __init__(self, use_labels: bool = True):
+        self.use_labels = bool(use_labels)
+
+    def fit(self, data: ChoiceData) -> "MarketShare":
+        data = self._check_data(data)
+        t0 = time.perf_counter()
+        J = data.max_items
+        self.labelled_ = data.item_names is not None
+        use = self.labelled_ and self.use_labels
+        counts = np.bincount(data.choice, minlength=J).astype(float) if use else np.zeros(J)
+        self.shares_ = (counts + 1.0) / (counts.sum() + J)
+        self.item_names_ = data.item_names
+        self.fit_seconds_ = time.perf_counter() - t0
+        self.fitted_ = True
+        return self
+
+    def predict_proba(self, data: ChoiceData) -> np.ndarray:
+        self._check_fitted()
+        data = self._check_data(data)
+        if data.max_items != len(self.shares_):
+            raise ValueError(f"fitted on {len(self.shares_)} slots, got data with {data.max_items}")
+        w = np.where(data.mask, self.shares_[None, :], 0.0)
+        return w / w.sum(1, keepdims=True)
