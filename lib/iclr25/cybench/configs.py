@@ -4,7 +4,8 @@
 iterations x 32 tokens, one scaffold), ``book`` runs every task for the scripted agents and, for
 SmolLM2, 4 tasks x 3 unguided iterations (1 per subtask) x 48 tokens in both scaffolds (what fits
 5 minutes on a shared 2-core machine), ``paper`` uses the paper's budgets (15 unguided
-iterations, 5 per subtask, 2,000 tokens) on every task.
+iterations, 5 per subtask, 2,000 tokens, temperature 0.5) on every task, with the registered
+replicates: SmolLM2-135M and Gemma-3-270M, sampling seeds 0-2.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ class LMConfig:
     temperature: float = 0.0   # paper: 0.5; greedy here so the book repeats
     threads: int = 1           # torch threads (1 is fastest on a shared 2-core machine)
     backend: str = "auto"
-    seed: int = 0
+    seed: int = 0              # first sampling seed; seeds seed .. seed + n_seeds - 1
+    n_seeds: int = 1           # sampling seeds per model (registered: 3)
+    models: tuple = ("smollm2-135m-instruct",)  # registered: SmolLM2-135M and Gemma-3-270M
 
 
 _SANDBOX = {"smoke": {"n_tasks": 5, "n_timing": 10},
@@ -71,7 +74,9 @@ _LM = {"smoke": {"n_tasks": 2, "max_iters": 2, "subtask_iters": 1, "max_new_toke
        "book": {"n_tasks": 4, "max_iters": 3, "subtask_iters": 1, "max_new_tokens": 48,
                 "memory": 3, "batch_size": 8, "scaffolds": ("structured", "action_only")},
        "paper": {"n_tasks": 17, "max_iters": 15, "subtask_iters": 5, "max_new_tokens": 2000,
-                 "memory": 3, "batch_size": 16, "scaffolds": ("structured", "action_only")}}
+                 "memory": 3, "batch_size": 16, "scaffolds": ("structured", "action_only"),
+                 "temperature": 0.5, "n_seeds": 3,
+                 "models": ("smollm2-135m-instruct", "gemma-3-270m")}}
 
 
 def sandbox(profile: str | None = None, **overrides) -> SandboxConfig:
@@ -86,4 +91,7 @@ def graded(profile: str | None = None, **overrides) -> GradedConfig:
 
 
 def lm(profile: str | None = None, **overrides) -> LMConfig:
-    return make_config(LMConfig, _LM, profile, **overrides)
+    cfg = make_config(LMConfig, _LM, profile, **overrides)
+    if cfg.n_seeds < 1 or not cfg.models:
+        raise ValueError("need n_seeds >= 1 and at least one model")
+    return cfg
