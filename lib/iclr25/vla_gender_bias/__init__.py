@@ -20,11 +20,11 @@ The paper's method as a library:
 - :mod:`~iclr25.vla_gender_bias.values` -- re-authored value lists and templates.
 """
 
-from . import configs, debias, plots, protocol, scoring, textproxy, toy_vla, values
+from . import configs, debias, endpoint, measures, plots, protocol, scoring, textproxy, toy_vla, values
 from .protocol import (aggregate, bias_table, make_prompts, occupation_correlation, option_orders,
                        option_probs, task_summary, text_subjects)
 from .scoring import score_letters, score_vlm
 
-__all__ = ["configs", "debias", "plots", "protocol", "scoring", "textproxy", "toy_vla", "values",
+__all__ = ["configs", "debias", "endpoint", "measures", "plots", "protocol", "scoring", "textproxy", "toy_vla", "values",
            "aggregate", "bias_table", "make_prompts", "occupation_correlation", "option_orders",
            "option_probs", "task_summary", "text_subjects", "score_letters", "score_vlm"]

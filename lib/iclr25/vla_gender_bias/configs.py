@@ -14,10 +14,11 @@ class TextProxyConfig:
     """Notebook 01: SmolLM2 with textual persons."""
 
     seeds: tuple = (0, 1, 2)
-    n_traits: int = 16          # paper: 20 traits
-    n_skills: int = 10          # paper: 21 skills
-    n_occupations: int = 24     # paper: 40 occupations (book: 600 prompts over 3 seeds)
-    n_descriptions: int = 1     # description pairs per seed (paper: 1000 images per data set)
+    n_traits: int = 20          # paper: 20 traits (10 positive, 10 negative: 240 items each)
+    n_skills: int = 9           # paper: 21 skills (216 items)
+    n_occupations: int = 9      # paper: 40 occupations (216 items); an item = value x description x template x seed
+    n_descriptions: int = 4     # description templates per seed (paper: 1000 images per data set)
+    n_templates: int = 2        # question templates per value (the test half)
     batch_size: int = 16
     model: str = "smollm2-135m-instruct"
 
@@ -62,11 +63,11 @@ class DebiasConfig:
     spread: float = 0.8
 
 
-_TEXT = {"smoke": dict(seeds=(0, 1), n_traits=4, n_skills=2, n_occupations=4),
-         "book": {}, "paper": dict(n_traits=20, n_skills=16, n_occupations=32, n_descriptions=4)}
+_TEXT = {"smoke": dict(seeds=(0,), n_traits=4, n_skills=2, n_occupations=3, n_descriptions=2, n_templates=1),
+         "book": {}, "paper": dict(n_skills=16, n_occupations=32)}
 _TOY = {"smoke": dict(seeds=(0,), n_train=128, n_eval=16, n_steps=60),
         "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, seeds=(0, 1, 2, 3, 4))}
-_DEB = {"smoke": dict(n_train=128, n_eval=16, n_steps=60, debias_steps=4, n_val=16),
+_DEB = {"smoke": dict(n_train=128, n_eval=16, n_steps=300, debias_steps=10, n_val=16),   # the toy must learn colour for capability-axis-moves
         "book": {}, "paper": dict(n_steps=5000, n_train=4096, n_eval=256, debias_steps=1000)}
 
 

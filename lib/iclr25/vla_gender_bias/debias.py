@@ -163,7 +163,7 @@ def tune_and_train(make, vla: ToyVLA, tok: WordTokenizer, meta, images: torch.Te
     (colour multiple-choice prompts, yes/no colour prompts), *training* templates: nothing of
     the evaluation is used to select. The same grid, steps and rule for every family: the fair
     tuning budget. Returns the chosen model and ``{"lr", "val_bias", "val_mcq", "val_yesno",
-    "grid", "seconds"}``."""
+    "grid", "models", "seconds"}`` (``models``: every trained copy, by learning rate)."""
     from .toy_vla import color_accuracy, yesno_color_accuracy
     if not lrs:
         raise ValueError("lrs must name at least one learning rate")
@@ -185,5 +185,6 @@ def tune_and_train(make, vla: ToyVLA, tok: WordTokenizer, meta, images: torch.Te
     keys = ("lr", "val_bias", "val_mcq", "val_yesno")
     info = {k: best[k] for k in keys}
     info["grid"] = [{k: r[k] for k in keys} for r in grid]
+    info["models"] = {r["lr"]: r["model"] for r in grid}
     info["seconds"] = time.time() - t0
     return best["model"], info
