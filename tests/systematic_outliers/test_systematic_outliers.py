@@ -329,3 +329,220 @@ def test_post_mlp_gain_on_a_gemma_block():
     assert so.post_mlp_gain(model, 1, 5) == pytest.approx(100.0)
     assert so.post_mlp_gain(model, 1, 4) == pytest.approx(1.0)
     assert so.post_mlp_gain(lm.tiny_llama(64), 0, 0) is None
+
+
+# ------------------------------------------------------------------ issue 50: the registry's measures
+from iclr25.systematic_outliers import measures as M  # noqa: E402
+
+
+def test_gaussian_closed_forms_against_monte_carlo():
+    assert M.expected_max_abs_normal(1) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-6)
+    assert M.gaussian_log10_max_over_median(1) == pytest.approx(
+        math.log10(math.sqrt(2 / math.pi) / 0.6744897501960817), rel=1e-6)
+    rng = np.random.default_rng(0)
+    for n in (10, 3000):
+        mc = np.abs(rng.standard_normal((4000, n))).max(1).mean()
+        assert M.expected_max_abs_normal(n) == pytest.approx(mc, rel=0.01)
+    # 128 x 576 entries: a Gaussian tensor's max is ~6.6x its median (log10 ~0.82)
+    assert 0.78 < M.gaussian_log10_max_over_median(128 * 576) < 0.86
+    assert M.gaussian_log10_max_over_mean(10) == pytest.approx(
+        math.log10(M.expected_max_abs_normal(10) / math.sqrt(2 / math.pi)))
+    with pytest.raises(ValueError, match="positive"):
+        M.expected_max_abs_normal(0)
+
+
+def test_census_replicates_brute_force(tiny, ids):
+    model, tok = tiny
+    st = so.activation_stats(model, ids, k=2)
+    layers = [0, 1]
+    with torch.no_grad(), lm.capture_residual(model) as res:
+        model(input_ids=ids)
+    a = {l: res[l].abs().reshape(ids.shape[0], -1).numpy() for l in layers}
+    mom = np.median([[np.log10(a[l][s].max() / np.sort(a[l][s])[(a[l].shape[1] - 1) // 2])
+                      for s in range(ids.shape[0])] for l in layers], axis=0)
+    np.testing.assert_allclose(M.per_seq_log10_max_over_median(st, layers), mom, rtol=1e-5)
+    cls = so.classify_ids(tok, ids)
+    want = ("initial", "delimiter")
+    on = M.per_seq_max_on_classes(st, tok, layers, want)
+    for s in range(ids.shape[0]):
+        pos = [int(res[l][s].abs().amax(-1).argmax()) for l in layers]
+        assert on[s] == pytest.approx(np.mean([cls[s][p] in want for p in pos]))
+    rate = M.per_seq_class_rate(st, tok, want)
+    np.testing.assert_allclose(rate, [np.mean([c in want for c in row]) for row in cls])
+    assert np.all(rate >= 1 / ids.shape[1])           # the initial token always counts
+    # outlier tokens with a small tau: counted by brute force
+    tau = 1.5
+    ours, ctrl, kept = M.per_seq_outlier_tokens_on_classes(st, tok, layers, tau=tau,
+                                                           wanted=("initial", "other"))
+    for i, s in enumerate(kept):
+        occ = [(p, l) for l in layers for p in range(ids.shape[1])
+               if float(res[l][s, p].abs().max()) > tau * float(res[l][s].abs().mean())]
+        assert ours[i] == pytest.approx(np.mean([cls[s][p] in ("initial", "other") for p, _ in occ]))
+    assert len(ctrl) == len(ours)
+
+
+def test_uniform_sink_and_marginal_chance():
+    assert M.uniform_causal_sink(5, 4) == pytest.approx(1 / 5)
+    assert M.uniform_causal_sink(6, 4) == pytest.approx((1 / 5 + 1 / 6) / 2)
+    with pytest.raises(ValueError, match="min_query"):
+        M.uniform_causal_sink(4, 4)
+    assert M.marginal_agreement_chance([0, 0, 1, 1], [0, 0, 0, 1]) == pytest.approx(0.5)
+    assert M.marginal_agreement_chance([0, 0], [1, 2]) == 0.0
+    # against the agreement rate of independently shuffled pairs
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 4, 500), rng.choice([0, 0, 0, 1, 2], 500)
+    mc = np.mean([np.mean(rng.permutation(a) == b) for _ in range(2000)])
+    assert M.marginal_agreement_chance(a, b) == pytest.approx(mc, abs=0.005)
+
+
+def test_position_alignment_and_head_correlations(tiny, ids):
+    model, _ = tiny
+    st = so.activation_stats(model, ids, k=1)
+    sk = so.sink_stats(model, ids, min_query=2)
+    ours, chance = M.per_seq_position_alignment(st, sk.top_key, [0])
+    act, att = st["block_out"][0].top_token[:, 0], sk.top_key[1]
+    np.testing.assert_allclose(ours, (act == att).astype(float))
+    assert chance == pytest.approx(M.marginal_agreement_chance(act, att))
+    # the overall rate of the replicates is the old position_alignment
+    assert ours.mean() == pytest.approx(so.position_alignment(st, sk.top_key, [0]))
+    c, p = M.head_correlations(sk, [0, 1])
+    assert c.shape == p.shape and np.all(np.isfinite(c))
+    np.testing.assert_allclose(M.per_seq_sink_attention(sk, [0, 1]),
+                               (sk.share[0].mean(1) + sk.share[1].mean(1)) / 2)
+
+
+def test_sink_share_on_key_1_brute_force(tiny, ids):
+    model, _ = tiny
+    sk = so.sink_stats(model, ids, min_query=3)
+    with torch.no_grad():
+        model.set_attn_implementation("eager")
+        A = model(input_ids=ids, output_attentions=True, use_cache=False).attentions
+    for l in sk.share1:
+        np.testing.assert_allclose(sk.share1[l], A[l][:, :, 3:, 1].mean(-1).numpy(), rtol=1e-5)
+        np.testing.assert_allclose(sk.share[l], A[l][:, :, 3:, 0].mean(-1).numpy(), rtol=1e-5)
+
+
+def test_lifecycle_replicates_closed_form():
+    x0 = np.ones((4, 3, 5))                         # (layers, sequences, dims)
+    x0[:, :, 2] = [[1.0], [1000.0], [2000.0], [100.0]]   # dim 2: written by layer 1, removed
+    x0[:, :, 4] = [[1.0], [2.0], [4.0], [8.0]]           # an ordinary growing dim
+    g, ctrl = M.first_token_growth(x0, 1, 2)
+    np.testing.assert_allclose(g, 3.0)
+    np.testing.assert_allclose(ctrl, 0.0)           # median over dims 0, 1, 3, 4
+    r, rc = M.first_token_last_over_peak(x0, 2)
+    np.testing.assert_allclose(r, math.log10(100 / 2000))
+    np.testing.assert_allclose(rc, 0.0)
+    with pytest.raises(ValueError, match="layer"):
+        M.first_token_growth(x0, 0, 2)
+    share = {0: np.full((3, 2), 0.1), 1: np.full((3, 2), 0.3), 2: np.full((3, 2), 0.5)}
+    np.testing.assert_allclose(M.per_seq_attention_change(share, [0], [1, 2]), 0.3)
+
+
+def test_per_text_log_ppl_brute_force(tiny, ids):
+    model, _ = tiny
+    got = M.per_text_log_ppl(model, ids, batch_size=2)
+    with torch.no_grad():
+        for s in range(ids.shape[0]):
+            logits = model(input_ids=ids[s:s + 1]).logits[0].double()
+            lp = torch.log_softmax(logits[:-1], -1)
+            want = -lp[torch.arange(ids.shape[1] - 1), ids[s, 1:]].mean()
+            assert got[s] == pytest.approx(float(want), rel=1e-5)
+
+
+class _Mod:
+    num_key_value_groups = 1
+    layer_idx = 0
+
+
+def test_knockout_attention_formulas():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 5, 3, generator=g) for _ in range(3))
+    w = torch.softmax((q @ k.transpose(2, 3) * 0.5).masked_fill(
+        torch.ones(5, 5, dtype=torch.bool).triu(1), float("-inf")), -1)
+    plain = (w @ v).transpose(1, 2)
+    M._KNOCKOUT_STATE.update(mode=None, layers=frozenset({0}))
+    y, _ = M._knockout_attention(_Mod(), q, k, v, None, 0.5)
+    torch.testing.assert_close(y, plain)
+    for mode in ("scale", "bias"):
+        M._KNOCKOUT_STATE.update(mode=mode, layers=frozenset({0}))
+        y, _ = M._knockout_attention(_Mod(), q, k, v, None, 0.5)
+        for h in range(2):
+            for t in range(1, 5):
+                a = w[0, h, t]
+                rest = sum(a[j] * v[0, h, j] for j in range(1, t + 1))
+                want = rest if mode == "bias" else a[0] * v[0, h, 0] + rest / (1 - a[0])
+                torch.testing.assert_close(y[0, t, h], want, rtol=1e-5, atol=1e-6)
+    M._KNOCKOUT_STATE.update(mode=None, layers=frozenset())
+
+
+def test_sink_knockout_on_a_model(tiny, ids):
+    model, _ = tiny
+    n = len(lm.decoder_layers(model))
+    base = M.per_text_log_ppl(model, ids)
+    impl = model.config._attn_implementation
+    with M.sink_knockout(model, None, range(n)):
+        np.testing.assert_allclose(M.per_text_log_ppl(model, ids), base, rtol=1e-5)
+    with M.sink_knockout(model, "bias", range(n)):
+        assert not np.allclose(M.per_text_log_ppl(model, ids), base)
+    assert model.config._attn_implementation == impl
+    np.testing.assert_allclose(M.per_text_log_ppl(model, ids), base, rtol=1e-6)
+    with pytest.raises(ValueError, match="knockout"):
+        with M.sink_knockout(model, "nope", [0]):
+            pass
+
+
+def test_fake_quant_and_kept_sites():
+    x = torch.tensor([[[1.0, -2.0], [0.5, 100.0]]])          # (1, 2, 2); 100 an outlier
+    q = M.fake_quant_per_tensor(x, bits=8)
+    step = 100.0 / 127
+    torch.testing.assert_close(q, (x / step).round() * step)
+    keep = torch.tensor([[[False, False], [False, True]]])
+    q2 = M.fake_quant_per_tensor(x, keep, bits=8)
+    step2 = 2.0 / 127
+    assert float(q2[0, 1, 1]) == 100.0                         # kept as it is
+    torch.testing.assert_close(q2[0, 0], (x[0, 0] / step2).round() * step2)
+    assert M.outlier_token_mask(x, tau=1.5).tolist() == [[False, True]]
+
+
+def test_quantize_activations_counts_same_sites(tiny, ids):
+    model, _ = tiny
+    counts = {}
+    for keep in ("none", "outliers", "random"):
+        with M.quantize_activations(model, keep=keep, dim=0, tau=2.0) as c:
+            M.per_text_log_ppl(model, ids)
+        counts[keep] = c["kept"]
+    assert counts["none"] == 0 and counts["outliers"] == counts["random"]
+    with pytest.raises(ValueError, match="keep"):
+        with M.quantize_activations(model, keep="all"):
+            pass
+
+
+def test_steps_to_loss():
+    h = {"step": list(range(30)), "loss": [3.0] * 10 + [1.0] * 20}
+    # the 10-step running mean first reaches <= 2 at the window ending at step 14 (5 x 3, 5 x 1)
+    assert M.steps_to_loss(h, 2.0) == 14
+    assert M.steps_to_loss(h, 0.5) == 31                        # never: n_steps + 1
+    with pytest.raises(ValueError, match="at least"):
+        M.steps_to_loss({"step": [0], "loss": [1.0]}, 1.0)
+
+
+def test_no_bias_gpt_keeps_shared_weights():
+    cfg = TinyGPTConfig(vocab_size=20, d_model=8, n_layers=2, n_heads=2, d_ff=16, max_len=8)
+    a = so.make_gpt(cfg, "ca_scale", seed=3)
+    b = so.make_gpt(cfg, "ca_scale", seed=3, bias=False)
+    assert not any(n.endswith("bias") for n, _ in b.named_parameters())
+    wa = dict(a.named_parameters())
+    for n, p in b.named_parameters():
+        torch.testing.assert_close(p, wa[n])
+    x = torch.randint(0, 20, (2, 8))
+    assert b(x).shape == (2, 8, 20)
+    assert so.configs.variants("book").bias is False
+
+
+def test_layer_writes_dim_and_weight_ratio(tiny):
+    model, _ = tiny
+    np.testing.assert_array_equal(M.layer_writes_dim([3, 1, 3], 3), [1.0, 0.0, 1.0])
+    r, shape = M.per_layer_log10_weight_ratio(model)
+    w = so.weight_outliers(model)
+    np.testing.assert_allclose(r, np.log10(w.top_over_mean), rtol=1e-5)
+    assert shape == tuple(lm.decoder_layers(model)[0].mlp.down_proj.weight.shape)

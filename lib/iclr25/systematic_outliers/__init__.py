@@ -19,10 +19,13 @@ Modules
 - :mod:`.interventions`: set the outliers to their mean or to zero;
 - :mod:`.variants`: six attention variants for :class:`iclr25.tinygpt.TinyGPT`;
 - :mod:`.training`: train the variants on one budget, summarise their outliers, compress them;
+- :mod:`.measures`: the replicates and controls the registered claims are judged from
+  (Gaussian closed forms, chance levels from marginals, the sink knockout, per-tensor A8
+  quantization with kept sites);
 - :mod:`.configs`: the notebooks' runs per profile.
 """
 
-from . import configs
+from . import configs, measures
 from .census import (TOKEN_CLASSES, WeightOutliers, classify_ids, dim_alignment, max_token_census,
                      outlier_tokens, position_alignment, token_class, weight_outliers)
 from .interventions import MODES, outlier_means, reset_outliers
@@ -32,10 +35,11 @@ from .stats import (SITES, ActivationStats, LayerStats, activation_stats,
                     activation_stats_reference, kurtosis, layer_blocks, token_batch)
 from .training import (COMPRESSIONS, VariantRun, compress, eval_windows, gpt_perplexity,
                        outlier_summary, train_variant)
-from .variants import VARIANTS, OutlierAttention, gpt_linears, make_attention, make_gpt
+from .variants import (VARIANTS, OutlierAttention, gpt_linears, make_attention, make_gpt,
+                       strip_biases)
 
 __all__ = [
-    "configs", "SITES", "ActivationStats", "LayerStats", "activation_stats",
+    "configs", "measures", "strip_biases", "SITES", "ActivationStats", "LayerStats", "activation_stats",
     "activation_stats_reference", "kurtosis", "layer_blocks", "token_batch", "TOKEN_CLASSES",
     "token_class", "classify_ids", "outlier_tokens", "max_token_census", "WeightOutliers",
     "weight_outliers", "dim_alignment", "position_alignment", "SinkStats", "sink_stats", "MODES",

@@ -58,6 +58,9 @@ class VariantsConfig:
     max_docs: int | None = None   # corpus documents (None: all 10,033)
     n_seeds: int = 1       # training seeds per variant (seed, seed + 1, ...)
     seed: int = 0
+    bias: bool = False     # biases in the linear layers and LayerNorms (official GPT-2: none)
+    n_lm_texts: int = 200  # 04: held-out texts for SmolLM2's activation quantization
+    lm_len: int = 128      # 04: tokens per text
 
     @property
     def d_ff(self) -> int:
@@ -68,22 +71,22 @@ _ALL = ("default", "vbias", "attn_bias", "cabias", "ca_scale", "sigmoid")
 
 RUNS = {
     "census": {
-        "smoke": dict(n_seq=3, seq_len=48, k=3, tau=1000.0, gemma=False),
-        "book": dict(n_seq=12, seq_len=128, k=3, tau=1000.0, gemma=True),
+        "smoke": dict(n_seq=3, seq_len=48, k=3, tau=1000.0, gemma=True),
+        "book": dict(n_seq=200, seq_len=128, k=3, tau=1000.0, gemma=True),
         "paper": dict(n_seq=64, seq_len=512, k=3, tau=1000.0, gemma=True),
     },
     "lifecycle": {
         "smoke": dict(n_seq=2, seq_len=48, n_ppl=3, ppl_len=48, threshold=1000.0),
-        "book": dict(n_seq=8, seq_len=128, n_ppl=10, ppl_len=128, threshold=1000.0),
+        "book": dict(n_seq=200, seq_len=128, n_ppl=200, ppl_len=128, threshold=1000.0),
         "paper": dict(n_seq=64, seq_len=512, n_ppl=128, ppl_len=512, threshold=1000.0),
     },
     "variants": {
         "smoke": dict(tokenizer="byte", d_model=32, n_layers=2, n_heads=2, seq_len=32,
                       batch_size=8, n_steps=30, lr=3e-3, warmup=5, variants=_ALL, n_eval=8,
-                      max_docs=400, n_seeds=1),
+                      max_docs=400, n_seeds=2),
         "book": dict(tokenizer="byte", d_model=48, n_layers=3, n_heads=4, seq_len=64,
                      batch_size=16, n_steps=200, lr=3e-3, warmup=20, variants=_ALL, n_eval=32,
-                     max_docs=3000, n_seeds=1),
+                     max_docs=3000, n_seeds=3),
         "paper": dict(tokenizer="smollm2", d_model=768, n_layers=12, n_heads=12, seq_len=1024,
                       batch_size=64, n_steps=50000, lr=6e-4, warmup=2000, variants=_ALL,
                       n_eval=64, max_docs=None, n_seeds=3),
@@ -91,8 +94,8 @@ RUNS = {
 }
 RUNS["compression"] = {p: dict(v, variants=("default", "ca_scale"))
                        for p, v in RUNS["variants"].items()}
-RUNS["compression"]["smoke"].update(n_seeds=1)
-RUNS["compression"]["book"].update(n_steps=300, n_seeds=2)
+# 04 judges the same models as 03 (same seeds, steps and batches): only default and ca_scale
+RUNS["compression"]["smoke"].update(n_lm_texts=4, lm_len=48)
 
 
 def census(profile: str | None = None, **overrides) -> CensusConfig:

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .stats import _check_ids, _resolve, layer_blocks
+from .stats import _check_ids, _resolve, decoder_body, layer_blocks
 
-__all__ = ["SinkStats", "sink_stats", "attention_maps_stats"]
+__all__ = ["SinkStats", "sink_stats", "attention_maps_stats", "key_share"]
 
 
 @dataclass
@@ -37,12 +37,16 @@ class SinkStats:
         ``(H,)``: per head, the Pearson correlation over all (sequence, query) pairs between the
         head's output norm ``||o_h(q)||`` and the attention on the sink (position 0), and, as a
         control, on the previous token ``q - 1``.
+    share1
+        ``(n_seq, H)``: mean attention on position 1 over the same queries (the control of the
+        "attention follows the outlier" claim).
     """
 
     share: dict[int, np.ndarray]
     top_key: dict[int, np.ndarray]
     corr_sink: dict[int, np.ndarray]
     corr_prev: dict[int, np.ndarray]
+    share1: dict[int, np.ndarray] | None = None   # (n_seq, H): the same as share, on position 1
 
 
 class _Corr:
@@ -67,7 +71,8 @@ class _Corr:
 def attention_maps_stats(A: torch.Tensor, head_norm: torch.Tensor | None, min_query: int):
     """Reduce one layer's attention ``A`` ``(B, H, T, T)`` (and head output norms ``(B, T, H)``):
     returns sink share ``(B, H)``, top key ``(B,)`` and the (sink, prev, norm) samples
-    ``(N, H)`` for the correlations (chapter 13)."""
+    ``(N, H)`` for the correlations (chapter 13). The share on position 1 is
+    :func:`key_share` ``(A, 1, min_query)``."""
     B, H, T, _ = A.shape
     if not 1 <= min_query < T:
         raise ValueError(f"min_query must be in [1, {T - 1}] for sequences of {T} tokens")
@@ -85,6 +90,11 @@ def attention_maps_stats(A: torch.Tensor, head_norm: torch.Tensor | None, min_qu
         norm = head_norm[:, min_query:, :].reshape(-1, H).float()
         samples = (sink, prev, norm)
     return share, top, samples
+
+
+def key_share(A: torch.Tensor, key: int, min_query: int) -> torch.Tensor:
+    """``(B, H)``: mean attention on ``key`` over queries ``q >= min_query`` of ``A`` ``(B, H, T, T)``."""
+    return A.detach().float()[:, :, min_query:, key].mean(-1)
 
 
 def _set_attn(model: nn.Module, impl):
@@ -115,7 +125,7 @@ def sink_stats(model: nn.Module, ids, *, layers: int | Iterable[int] | None = No
     ids = _check_ids(ids)
     chosen = _resolve(model, layers)
     blocks = layer_blocks(model)
-    out = {n: {layer: [] for layer in chosen} for n in ("share", "top")}
+    out = {n: {layer: [] for layer in chosen} for n in ("share", "top", "share1")}
     corr = {layer: (_Corr(), _Corr()) for layer in chosen}
     norms: dict[int, torch.Tensor] = {}
 
@@ -123,6 +133,7 @@ def sink_stats(model: nn.Module, ids, *, layers: int | Iterable[int] | None = No
         share, top, samples = attention_maps_stats(A, norms.pop(layer, None), min_query)
         out["share"][layer].append(share.cpu())
         out["top"][layer].append(top.cpu())
+        out["share1"][layer].append(key_share(A, 1, min_query).cpu())
         if samples is not None:
             sink, prev, norm = samples
             corr[layer][0].add(sink, norm)
@@ -155,7 +166,7 @@ def sink_stats(model: nn.Module, ids, *, layers: int | Iterable[int] | None = No
                 for layer in chosen:
                     consume(layer, maps[layer])
             else:
-                model(input_ids=x, use_cache=False, output_attentions=True)
+                decoder_body(model)(input_ids=x, use_cache=False, output_attentions=True)
     finally:
         for h in handles:
             h.remove()
@@ -164,4 +175,5 @@ def sink_stats(model: nn.Module, ids, *, layers: int | Iterable[int] | None = No
     return SinkStats(share={k: torch.cat(v).numpy() for k, v in out["share"].items()},
                      top_key={k: torch.cat(v).numpy() for k, v in out["top"].items()},
                      corr_sink={k: c[0].value() for k, c in corr.items()},
-                     corr_prev={k: c[1].value() for k, c in corr.items()})
+                     corr_prev={k: c[1].value() for k, c in corr.items()},
+                     share1={k: torch.cat(v).numpy() for k, v in out["share1"].items()})

@@ -226,9 +226,18 @@ def _resolve(model, layers) -> list[int]:
     return sorted({int(layer) % n for layer in chosen})
 
 
-def _forward(model: nn.Module, ids: torch.Tensor, **kw):
+def decoder_body(model: nn.Module) -> nn.Module:
+    """The decoder stack of a ``transformers`` causal LM without its LM head (``base_model``);
+    hooks on the decoder layers fire the same, and the statistics passes skip the head's
+    ``T x vocab`` matrix product (262k columns for Gemma 3)."""
+    body = getattr(model, "base_model", model)
+    return body if isinstance(body, nn.Module) and body is not model and \
+        hasattr(body, "layers") else model
+
+
+def _forward(model: nn.Module, ids: torch.Tensor, *, body: bool = False, **kw):
     if hasattr(model, "config") and not hasattr(model, "blocks"):
-        return model(input_ids=ids, use_cache=False, **kw)
+        return (decoder_body(model) if body else model)(input_ids=ids, use_cache=False, **kw)
     return model(ids)
 
 
@@ -277,7 +286,7 @@ def activation_stats(model: nn.Module, ids, *, sites: str | Sequence[str] = ("bl
                     handles.append(mod.register_forward_pre_hook(lambda m, args, a=a: a.add(args[0])))
         device = next(model.parameters()).device
         for start in range(0, ids.shape[0], batch_size):
-            _forward(model, ids[start:start + batch_size].to(device))
+            _forward(model, ids[start:start + batch_size].to(device), body=True)
     finally:
         for h in handles:
             h.remove()

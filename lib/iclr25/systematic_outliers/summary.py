@@ -48,10 +48,15 @@ class ModelCensus:
     neg_share: float
     n_heads: int
     table: pd.DataFrame = field(repr=False, default=None)   # ActivationStats.table("block_out")
+    stats: object = field(repr=False, default=None)         # the ActivationStats (block_out)
+    sinks: object = field(repr=False, default=None)         # the SinkStats
+    weights: object = field(repr=False, default=None)       # the WeightOutliers
 
     def as_dict(self) -> dict:
-        """The scalar fields as a plain dict (for a table or a claim); ``table`` left out."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "table"}
+        """The scalar fields as a plain dict (for a table); ``table``, ``stats``, ``sinks`` and
+        ``weights`` left out (:mod:`.measures` reads the replicates from them)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("table", "stats", "sinks", "weights")}
 
 
 def spike_layer(top1: np.ndarray) -> int:
@@ -120,4 +125,4 @@ def model_census(model: nn.Module, tokenizer, ids, *, k: int = 3, tau: float = 1
         sink_share_mid=float(np.mean([sinks.share[l].mean() for l in mid])),
         median_corr_sink=med(c_sink), median_corr_prev=med(c_prev),
         neg_share=float((c_sink < 0).mean()) if len(c_sink) else float("nan"),
-        n_heads=int(len(c_sink)), table=table)
+        n_heads=int(len(c_sink)), table=table, stats=stats, sinks=sinks, weights=w)

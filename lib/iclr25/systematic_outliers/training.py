@@ -41,10 +41,12 @@ class VariantRun:
 def train_variant(variant: str, cfg: tinygpt.TinyGPTConfig, train_data: torch.Tensor, *,
                   n_steps: int, batch_size: int, lr: float, seq_len: int, seed: int = 0,
                   warmup: int = 0, val_data: torch.Tensor | None = None,
-                  eval_every: int | None = None, desc: str | None = None) -> VariantRun:
+                  eval_every: int | None = None, desc: str | None = None,
+                  bias: bool = True) -> VariantRun:
     """Train :func:`make_gpt` ``(cfg, variant, seed=seed)`` on ``train_data`` with AdamW and a
-    cosine schedule (GPT-2's betas, weight decay and clipping; chapter 13)."""
-    model = make_gpt(cfg, variant, seed=seed)
+    cosine schedule (GPT-2's betas, weight decay and clipping; chapter 13). ``bias=False``: no
+    biases anywhere (the official configuration; :func:`~.variants.make_gpt`)."""
+    model = make_gpt(cfg, variant, seed=seed, bias=bias)
     hist = tinygpt.train(model, train_data, n_steps=n_steps, batch_size=batch_size, lr=lr,
                          seq_len=seq_len, seed=seed, warmup=warmup, val_data=val_data,
                          eval_every=eval_every, desc=desc or variant)

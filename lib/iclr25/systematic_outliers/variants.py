@@ -31,7 +31,7 @@ from torch import nn
 
 from ..tinygpt import TinyGPT, TinyGPTConfig
 
-__all__ = ["VARIANTS", "OutlierAttention", "make_attention", "make_gpt", "gpt_linears"]
+__all__ = ["VARIANTS", "OutlierAttention", "make_attention", "make_gpt", "gpt_linears", "strip_biases"]
 
 #: The attention variants :func:`make_gpt` builds, with a one-line description each.
 VARIANTS: dict[str, str] = {
@@ -140,13 +140,15 @@ def make_attention(cfg: TinyGPTConfig, variant: str, like: nn.Module | None = No
 
 
 def make_gpt(cfg: TinyGPTConfig, variant: str = "default", *, seed: int = 0,
-             fast: bool = True) -> TinyGPT:
+             fast: bool = True, bias: bool = True) -> TinyGPT:
     """A :class:`~iclr25.tinygpt.TinyGPT` whose every ``block.attn`` is the ``variant``.
 
     Chapter 13. The shared weights (embeddings, MLPs, ``qkv``, ``proj``) are those of
     ``TinyGPT(cfg)`` under ``torch.manual_seed(seed)``, the same for every variant; a variant's
     own parameters are drawn from a generator seeded by ``seed`` afterwards. The global RNG is
-    left as it was.
+    left as it was. ``bias=False`` removes every bias of the linear layers and LayerNorms (the
+    official GPT-2 configuration of the paper's code; with a value bias, "default" would be the
+    paper's fixed-bias variant), the weights staying those of the biased model.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown attention variant {variant!r}; valid: {', '.join(VARIANTS)}")
@@ -156,6 +158,17 @@ def make_gpt(cfg: TinyGPTConfig, variant: str = "default", *, seed: int = 0,
         torch.manual_seed(seed + 10_000)
         for block in model.blocks:
             block.attn = make_attention(cfg, variant, like=block.attn, fast=fast)
+    if not bias:
+        strip_biases(model)
+    return model
+
+
+def strip_biases(model: nn.Module) -> nn.Module:
+    """Remove (in place) the bias of every ``nn.Linear`` and ``nn.LayerNorm`` of ``model``
+    (chapter 13: the official configuration has ``bias=False``); returns ``model``."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.LayerNorm)) and getattr(m, "bias", None) is not None:
+            m.bias = None
     return model
 
 
