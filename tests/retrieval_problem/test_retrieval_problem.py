@@ -279,7 +279,7 @@ def test_wilson_interval_closed_form():
 # ---- configs -----------------------------------------------------------------------------------
 
 def test_configs():
-    assert rp.depth_config("smoke").layers == (1, 2)
+    assert rp.depth_config("smoke").layers == (1, 2, 3)
     assert rp.depth_config("smoke", layers=[1, 3]).layers == (1, 3)
     book = rp.depth_config("book")
     assert book.max_depth >= 4 and 2 in book.layers and book.order == "composable"

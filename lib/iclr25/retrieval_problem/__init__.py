@@ -18,12 +18,14 @@ Public API
 - mechanism: :func:`attention_maps`, :func:`hop_scores`, :func:`emergence_times`,
   :func:`ablate_heads`, :func:`patch_heads`, :func:`composed_patching` (the composed hop at
   D = 4);
-- configs per profile: :func:`lm_config`, :func:`depth_config`, :func:`emergence_config`;
+- registry replicates and controls: :mod:`iclr25.retrieval_problem.replicates`;
+- configs per profile: :func:`lm_config`, :func:`depth_config`, :func:`emergence_config`,
+  :func:`composed_config`;
 - figures: :mod:`iclr25.retrieval_problem.plots`.
 """
 
-from .configs import (DepthConfig, EmergenceConfig, LMConfig, depth_config, emergence_config,
-                      lm_config)
+from .configs import (ComposedConfig, DepthConfig, EmergenceConfig, LMConfig, composed_config,
+                      depth_config, emergence_config, lm_config)
 from .language import (FAMILIES, LETTERS, NAMES, MCQuestion, mc_questions, render_mc, score_mc,
                        wilson_interval)
 from .model import (ComposedPatching, TrainResult, ablate_heads, add_binding_readout,
@@ -36,6 +38,9 @@ from .task import (IC_MODES, ORDERS, SAMPLERS, Batch, RetrievalTask, binding_tar
                    binding_targets_loop, composition_ranks,
                    depth_table, follow_chain, reach, reach_loop,
                    max_depth, min_layers)
+from .replicates import (binding_correct_per_context, composed_stats, control_heads, correct,
+                         correct_by_depth, emergence_gap, hop_patch_stats, mc_counts,
+                         seed_accuracies)
 from . import plots  # noqa: E402
 
 __all__ = [
@@ -49,5 +54,8 @@ __all__ = [
     "make_model", "TrainResult", "train_retrieval", "predict", "accuracy", "accuracy_by_depth",
     "attention_maps", "hop_scores", "emergence_times", "ablate_heads", "hop_score_history",
     "heads_for_hop",
+    "correct", "correct_by_depth", "binding_correct_per_context", "emergence_gap",
+    "control_heads", "mc_counts", "composed_stats", "hop_patch_stats", "seed_accuracies",
+    "ComposedConfig", "composed_config",
     "LMConfig", "DepthConfig", "EmergenceConfig", "lm_config", "depth_config", "emergence_config",
 ]
