@@ -236,8 +236,15 @@ def test_smollm2_first_tokens_of_every_bank_differ():
     """One SmolLM2 piece: its tokenizer (no weights) tells every option pair apart."""
     tok = lm.load_tokenizer()
     qs = cm.known_bank() + cm.unknown_bank(96)
+    ms = cm.measures
     trials = (cm.control_trials(qs) + cm.halo_trials(cm.unknown_bank(8))
-              + cm.confirmation_trials(anchor="high") + cm.gambler_trials(2))
+              + cm.confirmation_trials(anchor="high") + cm.gambler_trials(2)
+              # the registered prompts of issue 54
+              + ms.quiz_trials(cm.known_bank() + cm.unknown_bank(100), "mention")
+              + ms.halo_conditions(cm.unknown_bank(50))["mention"]
+              + ms.price_trials("belief", "high", ms.HIGH_ANCHORS)
+              + ms.price_trials("belief", "low", ms.LOW_ANCHORS)
+              + cm.gambler_trials(10, games=cm.data.chance_games(50)))
     scorer = cm.OptionScorer(None, tok)
     ctx, conts = scorer.requests(trials)     # raises if two options share a first token
     assert len(conts) == 2 * len(trials)

@@ -8,10 +8,12 @@ Modules: :mod:`.stats` (Wilson intervals, permutation tests), :mod:`.data` (bank
 narratives), :mod:`.scenes` (templates, channels, trials), :mod:`.protocols` (the seven
 protocols), :mod:`.discriminators` (parsing, option scoring, ratings, LLM judge, MiniLM
 similarity), :mod:`.agents` (scored, chat-backend and scripted agents), :mod:`.analysis`
-(rates vs control), :mod:`.rumor` (the rumour chain), :mod:`.configs` (profiles).
+(rates vs control), :mod:`.rumor` (the rumour chain), :mod:`.measures` (the registered
+replicates: cues against content-free controls, issue 54), :mod:`.configs` (profiles).
 """
 
-from . import agents, analysis, configs, data, discriminators, protocols, rumor, scenes, stats
+from . import (agents, analysis, configs, data, discriminators, measures, protocols, rumor, scenes,
+               stats)
 from .agents import ChatAgent, Choices, ScoringAgent, ScriptedConfederate, ScriptedSubject
 from .analysis import pretest, rate_table, run_trials, scripted_calibration, versus_control
 from .data import IDENTITIES, MCQ, NARRATIVES, Identity, identities, known_bank, unknown_bank

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MCQ", "known_bank", "unknown_bank", "Identity", "IDENTITIES", "identities",
+__all__ = ["MCQ", "known_bank", "chance_games", "unknown_bank", "Identity", "IDENTITIES", "identities",
            "NARRATIVES", "PRICE_ITEMS", "CHANCE_GAMES", "COMPETITIONS"]
 
 
@@ -86,7 +86,9 @@ _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", 
 
 
 def known_bank() -> list[MCQ]:
-    """Our known two-option questions (chapter 03): ~95 facts, ``options[0]`` right."""
+    """Our known two-option questions (chapter 03): 94 facts, plus (issue 54) every other sum
+    of two numbers 1-10 up to twenty, twenty more capitals, twenty comparisons of two numbers
+    and the numbers right after / before one to sixteen; ``options[0]`` right."""
     out: list[MCQ] = []
     caps = [c for _, c in _CAPITALS]
     for i, (country, capital) in enumerate(_CAPITALS):
@@ -111,6 +113,38 @@ def known_bank() -> list[MCQ]:
         wrong = right + 7 if right + 7 <= 20 else right - 7
         out.append(MCQ(f"sum-{i}", f"What is {a} plus {b}?",
                        (_NUMBER_WORDS[right], _NUMBER_WORDS[wrong]), True, "arithmetic"))
+    # issue 54: the bank extended so that at least 100 questions survive SmolLM2's pretest
+    seen = set(sums)
+    extra = [(a, b) for a in range(1, 11) for b in range(a, 11) if (a, b) not in seen
+             and (b, a) not in seen and a + b <= 20]
+    for i, (a, b) in enumerate(extra):
+        right = a + b
+        wrong = right + 7 if right + 7 <= 20 else right - 7
+        out.append(MCQ(f"sum-x{i}", f"What is {a} plus {b}?",
+                       (_NUMBER_WORDS[right], _NUMBER_WORDS[wrong]), True, "arithmetic"))
+    more = [("the Netherlands", "Amsterdam"), ("Sweden", "Stockholm"), ("Finland", "Helsinki"),
+            ("Denmark", "Copenhagen"), ("Poland", "Warsaw"), ("Hungary", "Budapest"),
+            ("Belgium", "Brussels"), ("the Czech Republic", "Prague"), ("Thailand", "Bangkok"),
+            ("South Korea", "Seoul"), ("Argentina", "Buenos Aires"), ("Peru", "Lima"),
+            ("Kenya", "Nairobi"), ("Turkey", "Ankara"), ("Cuba", "Havana"), ("Iran", "Tehran"),
+            ("Iraq", "Baghdad"), ("Chile", "Santiago"), ("Colombia", "Bogota"),
+            ("Scotland", "Edinburgh")]
+    caps2 = [c for _, c in more]
+    for i, (country, capital) in enumerate(more):
+        out.append(MCQ(f"capital-x{i}", f"What is the capital of {country}?",
+                       (capital, caps2[(i + 7) % len(caps2)]), True, "capitals"))
+    bigger = [(20, 1), (19, 8), (18, 1), (17, 9), (16, 5), (15, 3), (14, 3), (13, 5), (12, 1),
+              (11, 2), (10, 5), (9, 3), (20, 5), (19, 2), (18, 7), (17, 2), (16, 4), (15, 1),
+              (14, 7), (13, 2)]
+    for i, (big, small) in enumerate(bigger):
+        out.append(MCQ(f"bigger-{i}", "Which of these two numbers is bigger?",
+                       (_NUMBER_WORDS[big], _NUMBER_WORDS[small]), True, "comparison"))
+    for n in range(1, 16):
+        out.append(MCQ(f"after-{n}", f"Which number comes right after {_NUMBER_WORDS[n]}?",
+                       (_NUMBER_WORDS[n + 1], _NUMBER_WORDS[(n + 9) % 21]), True, "counting"))
+    for n in range(2, 17):
+        out.append(MCQ(f"before-{n}", f"Which number comes right before {_NUMBER_WORDS[n]}?",
+                       (_NUMBER_WORDS[n - 1], _NUMBER_WORDS[(n + 8) % 21]), True, "counting"))
     return out
 
 
@@ -272,3 +306,30 @@ NARRATIVES: tuple[str, ...] = (
     "A hiker lost his map in the fog and followed a sheepdog down the hill. The dog led him straight to the farm where it lived.",
     "A mechanic rebuilt a rusty car that had sat in a barn for thirty years. He drove its first owner, now ninety, around the town.",
 )
+
+
+_DEVICES = (("A fair coin is tossed", "heads", "tails"),
+            ("A fair six-sided die is rolled and we note whether the number is odd or even",
+             "odd", "even"),
+            ("A card is drawn from a well-shuffled full deck, noted and put back", "red", "black"),
+            ("A fair spinner with two equal halves is spun", "blue", "yellow"),
+            ("A ball is drawn from a bag with equally many white and green balls, then put back",
+             "white", "green"),
+            ("A roulette-style wheel with equally many red and black slots is spun", "red",
+             "black"),
+            ("A random number generator prints 0 or 1 with equal chance", "zero", "one"),
+            ("A fair two-sided token is thrown", "sun", "moon"),
+            ("A light turns on in one of two equally likely colours", "green", "orange"),
+            ("A fair die decides whether the result is high (4 to 6) or low (1 to 3)", "high",
+             "low"))
+_PLACES = ("at a school fair", "in a casino", "in a classroom experiment",
+           "at a family game night", "on a television show")
+
+
+def chance_games(n: int = 50) -> tuple[tuple[str, str, str], ...]:
+    """``n`` fair two-outcome games (chapter 03, gambler's fallacy; issue 54: the list extended
+    to the registered 50): the 12 of :data:`CHANCE_GAMES`, then ten devices at five places."""
+    games = list(CHANCE_GAMES) + [(f"{d} {p}.", a, b) for p in _PLACES for d, a, b in _DEVICES]
+    if not isinstance(n, int) or not 1 <= n <= len(games):
+        raise ValueError(f"n must be an integer in [1, {len(games)}], got {n!r}")
+    return tuple(games[:n])
