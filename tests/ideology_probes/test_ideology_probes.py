@@ -174,6 +174,28 @@ def test_cached_head_outputs_reuses(tiny, tmp_path, monkeypatch):
     np.testing.assert_array_equal(a, capture.cached_head_outputs(model, tok, ["one two", "three"], tag="t"))
 
 
+def test_cached_head_outputs_never_shares_between_models(tiny, tmp_path, monkeypatch):
+    """Issue 61: the cache was keyed by a model_name argument, so another model called without
+    it got the first model's activations. It is keyed by the weights now."""
+    monkeypatch.setenv("ICLR25_RUNS_DIR", str(tmp_path))
+    model, tok = tiny
+    other = lm.tiny_llama(n_layers=3, d_model=32, n_heads=4, seed=1).eval()
+    same = lm.tiny_llama(n_layers=3, d_model=32, n_heads=4, seed=0).eval()
+    assert capture.model_fingerprint(other) != capture.model_fingerprint(model)
+    assert capture.model_fingerprint(same) == capture.model_fingerprint(model)   # same weights
+    texts = ["one two", "three"]
+    a = capture.cached_head_outputs(model, tok, texts, tag="m")
+    b = capture.cached_head_outputs(other, tok, texts, tag="m")
+    np.testing.assert_allclose(b, capture.head_outputs(other, tok, texts), atol=1e-6)
+    assert not np.allclose(a, b)
+    assert len(list((tmp_path / "10-ideology-probes").glob("m-*.npy"))) == 2
+    # an in-place change of the weights is a new model too
+    fp = capture.model_fingerprint(other)
+    with torch.no_grad():
+        next(other.parameters()).add_(1.0)
+    assert capture.model_fingerprint(other) != fp
+
+
 def test_steering_adds_direction_at_last_position(tiny):
     model, tok = tiny
     rng = np.random.default_rng(5)
@@ -270,9 +292,13 @@ def test_personas_outlets_and_real_labels(tiny):
     np.testing.assert_allclose(S.y, 100 - S.meta["demVote"])
     sen = data.senator_prompts(tok)
     assert len(sen) == 100 and sen.y.sum() == sen.meta["rep"].sum()
+    assert sen.meta["party"].value_counts().to_dict() == {"D": 50, "R": 49, "I": 1}
+    assert ((sen.meta["party"] == "R") == (sen.y == 1)).all()
     assert not any("(R" in t or "(D" in t for t in sen.texts)
     sub = data.senator_prompts(tok, 10, seed=1)
     assert len(sub) == 10 and sub.y.sum() == 5
+    whole = data.senator_prompts(tok, 10, seed=1, whole_states=True)
+    assert len(whole) == 10 and (whole.meta["state"].value_counts() == 2).all()
     with pytest.raises(ValueError, match="valid"):
         data.state_prompts(tok, years=(2013,))
     with pytest.raises(ValueError, match="n_cues"):
@@ -309,10 +335,22 @@ def test_paper_data_loaders_on_generated_files(tiny, tmp_path):
 
 def test_configs_profiles_and_errors():
     assert configs.probing("smoke").n_personas < configs.probing("book").n_personas
-    assert configs.steering("book", alphas="-4,0,4").alphas == (-4.0, 0.0, 4.0)
+    assert configs.steering("book", A=4).A == 4.0
     from iclr25.profiles import ProfileError
 
     with pytest.raises(ProfileError, match="valid"):
         configs.probing("smoke", n_people=3)
-    with pytest.raises(ValueError, match="include 0"):
-        configs.steering("smoke", alphas=(1.0, 2.0))
+    with pytest.raises(ValueError, match="must be > 0"):
+        configs.steering("smoke", A=-1.0)
+    with pytest.raises(ValueError, match="n_topics"):
+        configs.steering("smoke", n_topics=10)
+
+
+def test_book_sizes_are_the_registered_replication():
+    """The book profile runs what book/claims/10-ideology-probes.yaml registers: 10 split seeds,
+    >= 200 outlets, monitored personas and steering items."""
+    assert configs.probing("book").n_splits == 10
+    t = configs.transfer("book")
+    assert t.n_outlets >= 200 and t.n_monitor >= 200 and t.n_senators == 100
+    s = configs.steering("book")
+    assert s.n_topics * s.n_samples >= 200

@@ -17,14 +17,17 @@ Modules
   one-by-one), per token, and the mean-embedding baseline's features;
 - :mod:`.probe`: the batched closed-form ridge over all heads, cross-validated Spearman maps,
   :class:`HeadProbe`, nested top-k ensembles, the random-label control, the lexical baselines;
-- :mod:`.steering`: probe directions, :func:`steer_heads`, steered generation;
+- :mod:`.steering`: probe directions, :func:`steer_heads`, steered generation (greedy grids, and
+  seeded sampling from a shared prompt prefix, :func:`sample_from_prefix`);
 - :mod:`.slant`: the MiniLM + ridge slant scorer, validated on held-out topics;
+- :mod:`.measures`: the replicates and controls the chapter's registered claims are judged from
+  (per split seed, per item, per senator, per state; issue 50);
 - :mod:`.configs`, :mod:`.plots`: the notebooks' runs per profile and figures.
 """
 
-from . import configs, plots
+from . import configs, measures, plots
 from .capture import (METHODS, cached_head_outputs, encode, head_outputs, head_outputs_per_token,
-                      mean_embeddings)
+                      mean_embeddings, model_fingerprint)
 from .data import (CUES, OUTLET_CUES, SYSTEM, TOPICS, Prompts, labelled_statements,
                    lawmaker_prompts, load_media_slant, load_voteview, make_outlets, make_personas,
                    outlet_prompts, senator_prompts, state_prompts, steering_prompts)
@@ -32,17 +35,19 @@ from .probe import (LEXICAL_KINDS, RIDGE_METHODS, HeadCV, HeadProbe, cv_head_sco
                     ensemble_cv, fold_indices, lexical_cv, permutation_control, ridge_fit,
                     ridge_predict, spearman, spearman_columns)
 from .slant import SlantScorer, auc
-from .steering import (generate_steered, heads_in_layers, random_heads, steer_heads, steering_grid,
-                       steering_directions)
+from .steering import (PromptPrefix, generate_steered, heads_in_layers, prefix_logprobs,
+                       prompt_prefix, random_heads, row_seed, rowwise_directions, sample_from_prefix,
+                       steer_heads, steering_directions, steering_grid)
 
 __all__ = [
-    "configs", "plots", "METHODS", "cached_head_outputs", "encode", "head_outputs",
-    "head_outputs_per_token", "mean_embeddings", "CUES", "OUTLET_CUES", "SYSTEM", "TOPICS",
+    "configs", "measures", "plots", "METHODS", "cached_head_outputs", "encode", "head_outputs",
+    "head_outputs_per_token", "mean_embeddings", "model_fingerprint", "CUES", "OUTLET_CUES", "SYSTEM", "TOPICS",
     "Prompts", "labelled_statements", "lawmaker_prompts", "load_media_slant", "load_voteview",
     "make_outlets", "make_personas", "outlet_prompts", "senator_prompts", "state_prompts",
     "steering_prompts", "LEXICAL_KINDS", "RIDGE_METHODS", "HeadCV", "HeadProbe",
     "cv_head_scores", "ensemble_cv", "fold_indices", "lexical_cv", "permutation_control",
     "ridge_fit", "ridge_predict", "spearman", "spearman_columns", "SlantScorer", "auc",
     "generate_steered", "heads_in_layers", "random_heads", "steer_heads", "steering_directions",
-    "steering_grid",
+    "steering_grid", "PromptPrefix", "prompt_prefix", "row_seed", "rowwise_directions",
+    "sample_from_prefix", "prefix_logprobs",
 ]

@@ -8,6 +8,7 @@ token. We read the same tensor with a forward pre-hook on ``o_proj``
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from ..lm._common import check_batch_size, check_texts, pad_batch, pad_id, posit
 from ..progress import progress
 
 __all__ = ["METHODS", "encode", "head_outputs", "head_outputs_per_token", "mean_embeddings",
-           "cached_head_outputs"]
+           "cached_head_outputs", "model_fingerprint"]
 
 #: ``"batched"`` (left-padded batches) or ``"loop"`` (one prompt per forward pass, the reference).
 METHODS = ("batched", "loop")
@@ -110,12 +111,40 @@ def mean_embeddings(model: nn.Module, tokenizer, texts: Sequence[str]) -> np.nda
                      for s in encode(tokenizer, texts)])
 
 
+_FINGERPRINTS: "weakref.WeakKeyDictionary[nn.Module, tuple[int, str]]" = weakref.WeakKeyDictionary()
+
+
+def model_fingerprint(model: nn.Module) -> str:
+    """A SHA-256 (16 hex digits) of the model's identity: every parameter's and buffer's name,
+    shape, dtype and bytes. Two models with different weights never share it, whatever they are
+    called; it is memoised per model object until a parameter is modified in place.
+
+    Defined in chapter 10 (ideology probes); keys :func:`cached_head_outputs`."""
+    import hashlib
+
+    tensors = list(model.state_dict().items())
+    version = sum(int(getattr(t, "_version", 0)) for _, t in tensors)
+    hit = _FINGERPRINTS.get(model)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    h = hashlib.sha256()
+    for name, t in tensors:
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}:{tuple(t.shape)}:{t.dtype}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    out = h.hexdigest()[:16]
+    _FINGERPRINTS[model] = (version, out)
+    return out
+
+
 def cached_head_outputs(model: nn.Module, tokenizer, texts: Sequence[str], *, batch_size: int = 16,
-                        tag: str = "acts", model_name: str = "smollm2-135m-instruct") -> np.ndarray:
+                        tag: str = "acts", model_name: str | None = None) -> np.ndarray:
     """:func:`head_outputs`, saved under ``runs/10-ideology-probes/`` keyed by a hash of the
-    model name, the texts and the code (:func:`iclr25.paths.artifact_path`), so the chapter's later notebooks reuse what ``01-head-probing``
-    captured (the same prompts give the same file; anything else recomputes). ``runs/`` is not
-    committed; deleting it only costs time.
+    model's weights (:func:`model_fingerprint`), the texts and the code
+    (:func:`iclr25.paths.artifact_path`), so the chapter's later notebooks reuse what
+    ``01-head-probing`` captured (the same model and prompts give the same file; anything else
+    recomputes; two models never share an entry). ``model_name``, when given, is mixed into the
+    key as well. ``runs/`` is not committed; deleting it only costs time.
 
     Defined in chapter 10 (ideology probes)."""
     import hashlib
@@ -123,8 +152,9 @@ def cached_head_outputs(model: nn.Module, tokenizer, texts: Sequence[str], *, ba
     from ..paths import artifact_path, runs_dir
 
     texts = check_texts(texts)
-    key = hashlib.sha256("\x00".join([model_name, *texts]).encode()).hexdigest()[:16]
-    # keyed by the texts and by the code that captures them (this module and its imports)
+    ident = model_fingerprint(model) + ("" if model_name is None else f":{model_name}")
+    key = hashlib.sha256("\x00".join([ident, *texts]).encode()).hexdigest()[:16]
+    # keyed by the model, the texts and the code that captures them (this module and its imports)
     path = artifact_path(runs_dir() / "10-ideology-probes", tag, key, [__name__], suffix=".npy")
     if path.is_file():
         try:

