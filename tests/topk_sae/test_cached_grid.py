@@ -69,3 +69,65 @@ def test_shipped_grid_is_present_and_covers_16k():
     assert got.grid.n_latents.max() >= 16384 and got.grid.k.nunique() >= 2
     assert (got.grid.nmse > 0).all() and (got.grid.nmse < 1).all()
     assert set(zip(got.curves.n_latents, got.curves.k)) == set(zip(got.grid.n_latents, got.grid.k))
+
+
+def _git_sources(rev):
+    """The hashed modules' text at git revision ``rev`` (skips where the history is absent)."""
+    import subprocess
+
+    from iclr25 import paths
+
+    out = {}
+    for name in (*cg._CODE, "scaling.py"):
+        r = subprocess.run(["git", "show", f"{rev}:lib/iclr25/topk_sae/{name}"],
+                           cwd=paths.repo_root(), capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"git history without {rev} (a shallow clone?)")
+        out[name] = r.stdout
+    return out
+
+
+def _parts(text):
+    """{top-level function or class name: its AST dump}, and the other statements under None."""
+    import ast
+
+    parts, rest = {}, []
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            parts[node.name] = ast.dump(node)
+        else:
+            rest.append(ast.dump(node))
+    parts[None] = rest
+    return parts
+
+
+def test_code_version_of_given_sources_equals_the_installed_one():
+    from pathlib import Path
+
+    here = Path(cg.__file__).resolve().parent
+    sources = {name: (here / name).read_text() for name in (*cg._CODE, "scaling.py")}
+    assert cg.code_version(sources) == cg.code_version()
+    with pytest.raises(ValueError, match="run_grid"):
+        cg.code_version({**sources, "scaling.py": "x = 1\n"})
+
+
+@pytest.mark.parametrize("shipped", sorted(cg.EQUIVALENT))
+def test_equivalent_versions_differ_only_in_the_named_functions(shipped):
+    now, made_at, equivalent_at, changed, why = cg.EQUIVALENT[shipped]
+    old, new = _git_sources(made_at), _git_sources(equivalent_at)
+    assert cg.code_version(old) == shipped and cg.code_version(new) == now
+    allowed = {tuple(c.split(":")) for c in changed}
+    differ = set()
+    for name in old:
+        a, b = _parts(old[name]), _parts(new[name])
+        assert a[None] == b[None], f"{name}: module-level statements changed"
+        differ |= {(name, f) for f in set(a) | set(b) if f is not None and a.get(f) != b.get(f)}
+    assert differ == allowed and why
+
+
+def test_provenance_names_same_equivalent_and_changed():
+    assert cg.provenance(cg.code_version()) == "same code"
+    assert cg.provenance("0" * 16) == "changed"
+    for shipped, (now, *_rest, why) in cg.EQUIVALENT.items():
+        want = f"equivalent: {why}" if now == cg.code_version() else "changed"
+        assert cg.provenance(shipped) == want

@@ -17,6 +17,8 @@ Public API
   on demand, it needs ``transformers``);
 - feature quality: :mod:`.quality` (probe loss, first-level N2G explanations);
 - scaling laws: :func:`fit_joint_law`;
+- the replicates the chapter's registered claims are judged from: :mod:`.measures`;
+- the shipped scaling grid: :mod:`.cached_grid`;
 - configs per profile: :mod:`.configs`.
 """
 

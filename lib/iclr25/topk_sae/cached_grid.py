@@ -13,7 +13,10 @@ the commit and the wall time)::
         --n-tokens 150000 --n-steps 140
 
 :func:`code_version` hashes the modules the numbers depend on; the notebook records whether the
-shipped file was made by the current code.
+shipped file was made by the current code (:attr:`CachedGrid.current`): the same hash, or a hash
+that :data:`EQUIVALENT` pairs with the file's after a reviewed change that does not touch what the
+grid computes (a test rebuilds both versions from git history and checks that they differ in the
+named functions only).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["SHIPPED", "CachedGrid", "code_version", "run", "write", "load", "main"]
+__all__ = ["SHIPPED", "CachedGrid", "EQUIVALENT", "code_version", "provenance", "run", "write",
+           "load", "main"]
 
 #: The shipped grid, relative to the book's root.
 SHIPPED = "results/06-topk-sae/shipped/scaling-grid.json"
@@ -40,6 +44,19 @@ _FORMAT = 1
 _CODE = ("acts.py", "model.py", "train.py", "metrics.py", "kernels.py")
 _GRID_COLUMNS = ("n_latents", "k", "nmse", "tokens", "gain_last_doubling")
 _CURVE_COLUMNS = ("n_latents", "k", "step", "tokens", "nmse")
+
+#: Reviewed changes of the hashed code that leave what a grid computes unchanged. Key: the
+#: ``code_version`` a shipped file records; value: ``(installed code_version, commit the grid was
+#: made at, commit of the installed version, the functions that differ, what changed)``.
+#: ``tests/topk_sae/test_cached_grid.py`` rebuilds both versions from git history and checks
+#: that their hashes are these and that the modules differ in the named functions only.
+EQUIVALENT = {
+    "96b3d7f61409cf4d": (
+        "0976528fe5244fd8", "7ce13408ea79ac6736a59eac25b41ca03f007243", "fb2a0a6",
+        ("acts.py:default_cache_folder",),
+        "fb2a0a6 names the activation cache's folder after the code that fills it "
+        "(paths.artifact_path): where activations are cached, not what they are"),
+}
 
 
 @dataclass
@@ -55,14 +72,30 @@ class CachedGrid:
 
     @property
     def current(self) -> bool:
-        """Whether the file was made by the code now installed (:func:`code_version`)."""
-        return self.meta.get("code_version") == code_version()
+        """Whether the file was made by the code now installed: the same :func:`code_version`,
+        or one :data:`EQUIVALENT` pairs with the file's (see :func:`provenance`)."""
+        return provenance(self.meta.get("code_version")) != "changed"
 
 
-def code_version() -> str:
+def _function_source(text: str, name: str) -> str:
+    """The source lines of the top-level function ``name`` in module text ``text``."""
+    import ast
+
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            lines = text.splitlines(keepends=True)
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            return "".join(lines[first - 1:node.end_lineno])
+    raise ValueError(f"no top-level function {name!r} in the given source")
+
+
+def code_version(sources: dict | None = None) -> str:
     """Short sha256 of the code the grid's numbers depend on: the modules of activations, model,
     training, metrics and kernels, and the source of :func:`~.scaling.run_grid` (not the rest of
-    :mod:`.scaling`, whose law fitting reads the grid but does not make it)."""
+    :mod:`.scaling`, whose law fitting reads the grid but does not make it).
+
+    ``sources``: {file name: module text} for ``_CODE`` and ``scaling.py`` to hash instead of the
+    installed files (e.g. a past commit's, read from git)."""
     import inspect
 
     from .scaling import run_grid
@@ -71,9 +104,22 @@ def code_version() -> str:
     h = hashlib.sha256()
     for name in _CODE:
         h.update(name.encode())
-        h.update((here / name).read_bytes())
-    h.update(inspect.getsource(run_grid).encode())
+        h.update(sources[name].encode() if sources else (here / name).read_bytes())
+    h.update((_function_source(sources["scaling.py"], "run_grid") if sources
+              else inspect.getsource(run_grid)).encode())
     return h.hexdigest()[:16]
+
+
+def provenance(version: str | None) -> str:
+    """How a grid made by code ``version`` relates to the installed code: ``"same code"``,
+    ``"equivalent: <what changed>"`` (:data:`EQUIVALENT`) or ``"changed"`` (regenerate it)."""
+    now = code_version()
+    if version == now:
+        return "same code"
+    eq = EQUIVALENT.get(version)
+    if eq is not None and eq[0] == now:
+        return f"equivalent: {eq[4]}"
+    return "changed"
 
 
 def _commit(root: Path) -> str | None:

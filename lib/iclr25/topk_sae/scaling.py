@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["JointLaw", "fit_joint_law", "PAPER_LAW", "PAPER_LAW_FULL", "JOINT_MUST_HOLD", "run_grid",
-           "monotone", "law_claims"]
+__all__ = ["JointLaw", "fit_joint_law", "PAPER_LAW", "PAPER_LAW_FULL", "run_grid"]
 
 
 @dataclass(frozen=True)
@@ -134,66 +133,3 @@ def run_grid(X_train, X_eval, cfg, *, d_model: int | None = None, progress_desc:
             saes[(n, k)] = sae
     return pd.DataFrame(rows), pd.DataFrame(curves), saes
 
-
-#: Which of the joint law's coefficient findings must hold (the same at every profile and for
-#: every grid): only beta_n's sign; the others are recorded with the reason when they fail.
-JOINT_MUST_HOLD = {("beta_k", "sign"): False, ("beta_n", "sign"): True, ("gamma", "sign"): False,
-                   ("beta_k", "size"): False, ("beta_n", "size"): False, ("gamma", "size"): False}
-
-
-def monotone(grid, axis: str, rel_tol: float = 0.02) -> bool:
-    """Whether the NMSE of ``grid`` (``n_latents``, ``k``, ``nmse``) is non-increasing along
-    ``axis`` ("n" or "k") at every value of the other, up to ``rel_tol`` (relative)."""
-    if axis not in ("n", "k"):
-        raise ValueError(f"axis must be 'n' or 'k'; got {axis!r}")
-    piv = grid.pivot(index="n_latents", columns="k", values="nmse").sort_index().sort_index(axis=1).values
-    if axis == "k":
-        piv = piv.T
-    return bool((piv[1:] <= piv[:-1] * (1 + rel_tol)).all())
-
-
-def law_claims(claims, grid, law: JointLaw, *, label: str = "", k_ref: int | None = None,
-               joint_must_hold: dict | None = None) -> None:
-    """Record on ``claims`` the scaling findings of a grid (``n_latents``, ``k``, ``nmse``,
-    ``tokens``) and its fitted 4-term ``law``: NMSE non-increasing in n and in k, the fit's
-    quality, the signs of the n- and k-exponents inside the grid (at ``k_ref``, default 32 or
-    the largest k, and at the largest n), and each of beta_k, beta_n, gamma against the paper's
-    (sign, and size within a factor of 3; which must hold: ``joint_must_hold``, default
-    :data:`JOINT_MUST_HOLD`). ``label`` prefixes every claim. Chapter 06 (``03-scaling-laws``).
-    """
-    lab = f"{label}: " if label else ""
-    ks, ns = sorted(grid["k"].unique()), sorted(grid["n_latents"].unique())
-    k_ref = int(k_ref if k_ref is not None else (32 if 32 in ks else max(ks)))
-    n_ref = int(max(ns))
-    must = JOINT_MUST_HOLD if joint_must_hold is None else joint_must_hold
-    for axis in ("n", "k"):
-        ok = monotone(grid, axis)
-        claims.check(f"{lab}NMSE is non-increasing in {axis} at fixed {'k' if axis == 'n' else 'n'} (2% tolerance)",
-                     kind="finding", source="Fig. 5", paper="yes", ours="yes" if ok else "no", holds=ok)
-    claims.check(f"{lab}The 4-term joint law fits the grid to 5% (rmse of log NMSE < 0.05)", kind="finding",
-                 source="Sec. 3.5, Fig. 1b", paper="clean fit", ours=round(law.rmse_log, 4), holds=law.rmse_log < 0.05)
-    claims.check(f"{lab}The fitted n-exponent at k={k_ref} is negative (paper: beta_n + gamma log k)", kind="finding",
-                 source="Sec. 3.5", paper=round(PAPER_LAW["beta_n"] + PAPER_LAW["gamma"] * np.log(k_ref), 3),
-                 ours=round(law.n_exponent(k_ref), 3), holds=law.n_exponent(k_ref) < 0)
-    claims.check(f"{lab}The fitted k-exponent at n={n_ref} is negative (paper: beta_k + gamma log n)", kind="finding",
-                 source="Sec. 3.5", paper=round(PAPER_LAW["beta_k"] + PAPER_LAW["gamma"] * np.log(n_ref), 3),
-                 ours=round(law.k_exponent(n_ref), 3), holds=law.k_exponent(n_ref) < 0)
-    why = {"beta_k": f"beta_k = k-exponent at n={n_ref} ({law.k_exponent(n_ref):.3f}) - gamma log n "
-                     f"({law.gamma * np.log(n_ref):.3f}): an extrapolation to n = 1; the paper's k-exponent is negative "
-                     f"at its sizes too, and its beta_k > 0 comes from a gamma {PAPER_LAW['gamma'] / law.gamma:.1f}x ours "
-                     "times log n up to 16.6 (n = 16M)",
-           "beta_n": f"our n-exponent at k={k_ref} is {law.n_exponent(k_ref):.3f}, the paper's "
-                     f"{PAPER_LAW['beta_n'] + PAPER_LAW['gamma'] * np.log(k_ref):.3f}; SmolLM2, n <= {n_ref} and at most "
-                     f"{int(grid['tokens'].max()):,} training tokens, vs GPT-4 trained to convergence",
-           "gamma": f"a second-order term fitted on {len(grid)} points, log n spanning {np.log(n_ref / min(ns)):.1f} "
-                    f"and log k {np.log(max(ks) / min(ks)):.1f} (the paper: n up to 16M), partly trained"}
-    for name in ("beta_k", "beta_n", "gamma"):
-        ours, paper = float(getattr(law, name)), PAPER_LAW[name]
-        for what, ok in (("sign", bool(np.sign(ours) == np.sign(paper))), ("size", bool(1 / 3 <= ours / paper <= 3))):
-            m = must[(name, what)]
-            text = (f"has the paper's sign ({'+' if paper > 0 else '-'})" if what == "sign"
-                    else "is within a factor of 3 of the paper's")
-            claims.check(f"{lab}The joint law's fitted {name} {text}", kind="finding",
-                         source="Sec. 3.5 (joint law L(n, k))", paper=paper, ours=round(ours, 4), holds=ok,
-                         must_hold=m, note=f"ours/paper = {ours / paper:.2f}. "
-                         + ("" if m else ("not required; " if ok else "does not hold: ") + why[name]))
