@@ -98,7 +98,7 @@ unit: $(STAMP)
 	$(BIN)/pytest tests -q --ignore=tests/browser
 
 # every notebook executes once, under nbval (smoke profile): one pytest line per notebook, a cell
-# that raises (a claim that must hold and does not, included) fails it. The executed notebooks
+# that raises (a registered check that fails, included; a finding's verdict never raises) fails it. The executed notebooks
 # (outputs as nbval received them) go to _build_smoke/executed/ for `render`.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=600 -p iclr25.nbcapture -p no:cacheprovider
 notebooks: $(STAMP)

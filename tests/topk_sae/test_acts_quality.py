@@ -13,17 +13,6 @@ class CharTokenizer:
         return {"input_ids": [ord(c) % 50 for c in text]}
 
 
-@pytest.fixture(scope="module")
-def tiny_llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=3,
-                      num_attention_heads=2, num_key_value_heads=1, vocab_size=50,
-                      max_position_embeddings=64)
-    return LlamaForCausalLM(cfg).eval()
-
-
 def test_collect_activations_matches_hidden_states_and_caches(tiny_llama, tmp_path):
     spec = A.ActsSpec(n_tokens=70, layer=1, ctx=8, seed=0, model="tiny")
     c = A.collect_activations(spec, model=tiny_llama, tokenizer=CharTokenizer(), folder=tmp_path)

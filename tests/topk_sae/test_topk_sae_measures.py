@@ -191,17 +191,6 @@ def test_train_grids_one_grid_per_seed():
     assert not np.allclose(g5.nmse, g6.nmse)           # another initialisation and batch order
 
 
-@pytest.fixture(scope="module")
-def tiny_llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=3,
-                      num_attention_heads=2, num_key_value_heads=1, vocab_size=50,
-                      max_position_embeddings=64)
-    return LlamaForCausalLM(cfg).eval()
-
-
 def test_spliced_token_losses_average_to_spliced_loss(tiny_llama):
     ctxs = np.random.default_rng(0).integers(0, 50, size=(5, 10)).astype(np.int32)
     sae = ts.TopKSAE(16, 32, 4, seed=0)
