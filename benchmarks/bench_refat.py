@@ -93,7 +93,7 @@ def bench_rfa(model, tok, rf, harmful, repeat):
         return torch.cat(out).numpy()
 
     def ours():
-        with R.rfa(model, rf):
+        with R.rfa(model, rf, positions="all"):   # the peer edits every position
             return run_plain()
 
     def peer():
@@ -195,7 +195,7 @@ def bench_overhead(model, tok, train, repeat):
                                      "rfa_layers": f"{start}-{n}", "threads": torch.get_num_threads()},
                            notes="ratio = inline / hooks (target: hooks add < 5%, ratio >= 0.952); loss and "
                                  "gradients agree; the variant row is a step without RFA")
-    cmp.add("ours (RFA through lm.intervene hooks)", lambda: step(ctx=lambda: R.rfa(model, rf, rows=range(4))),
+    cmp.add("ours (RFA through lm.intervene hooks)", lambda: step(ctx=lambda: R.rfa(model, rf, rows=range(4), positions="all")),
             role="ours", work=1)
     cmp.add("edit written into the layers' forward (no hooks)", lambda: step(layers=wrapped), role="baseline",
             work=1, what="decoder layers wrapped so the forward applies the same RFAEdit")

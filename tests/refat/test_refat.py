@@ -86,7 +86,7 @@ def test_rfa_hook_equals_manual_forward(tiny):
     g = torch.Generator().manual_seed(2)
     rf = R.RefusalFeature.from_contrast(torch.randn(6, 2, 32, generator=g) + 1,
                                         torch.randn(6, 2, 32, generator=g), [1, 3])
-    with torch.no_grad(), R.rfa(model, rf, mode="mean"):
+    with torch.no_grad(), R.rfa(model, rf, mode="mean", positions="all"):
         hooked = model(ids).logits
     edit = R.RFAEdit(rf, "mean")
     with torch.no_grad():
@@ -222,7 +222,7 @@ def test_final_layer_stream_and_rfa(tiny):
             model(ids)
         h = R.RFAEdit(rf, "zero")(res[3], 4)
         want = model.lm_head(model.model.norm(h))
-        with R.rfa(model, rf, mode="zero"):
+        with R.rfa(model, rf, mode="zero", positions="all"):
             got = model(ids).logits
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
 

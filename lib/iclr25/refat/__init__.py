@@ -6,6 +6,7 @@ from .features import *  # noqa: F401,F403
 from .judges import *  # noqa: F401,F403
 from .attacks import *  # noqa: F401,F403
 from .training import *  # noqa: F401,F403
+from .measures import *  # noqa: F401,F403
 from . import configs, pipeline  # noqa: F401
 from .pipeline import (adapters_off, aligned_model, cached_feature, gcg_suffixes,  # noqa: F401
                        model_feature, refusal_eval, reset_to_sft, robustness_eval)

@@ -44,6 +44,8 @@ class DirectionConfig:
     rfa_sweep: tuple        # start layers of the RFA sweep (figure)
     act_add_alpha: float    # activation addition strength (x r_l)
     max_new_tokens: int
+    n_eval: int             # judged held-out prompts per class (held-out nouns and templates)
+    n_rand_dirs: int        # random directions of the separation control
     seed: int = 0
 
 
@@ -60,6 +62,8 @@ class AttackConfig:
     suffix_len: int         # (GCG: 20)
     n_random: int           # random directions for the null distribution
     max_new_tokens: int
+    n_eval: int             # judged held-out prompts per class (held-out nouns and templates)
+    n_select: int           # training prompts on which the strongest input attack is chosen
     seed: int = 0
 
 
@@ -77,7 +81,7 @@ class TrainConfig:
     n_steps: int            # fine-tuning steps of RT and ReFAT from the SFT model
     lr: float
     seeds: tuple
-    n_eval: int             # held-out prompts per class in the evaluation
+    n_eval: int             # judged held-out prompts per class (held-out nouns and templates)
     templates: tuple        # jailbreak templates evaluated
     at_steps: int           # AT-lite steps timed
     gcg_iters: int
@@ -93,19 +97,22 @@ _SFT = {
     "paper": dict(n_train=96, n_test=24, lora_layers=8, lora_r=8, n_steps=60, batch_size=8, lr=1e-3),
 }
 _DIR = {
-    "smoke": dict(n_dir=16, rfa_from=16, rfa_sweep=(16,), act_add_alpha=1.0, max_new_tokens=8),
-    "book": dict(n_dir=32, rfa_from=16, rfa_sweep=(12, 16, 20, 22, 26), act_add_alpha=1.0,
-                 max_new_tokens=10),
+    "smoke": dict(n_dir=16, rfa_from=16, rfa_sweep=(16,), act_add_alpha=1.0, max_new_tokens=8,
+                  n_eval=8, n_rand_dirs=20),
+    # book: the judged measurements run on 200 held-out prompts per class (the registry); the
+    # descriptive sweep of start layers keeps three (it was five) to pay for them
+    "book": dict(n_dir=32, rfa_from=16, rfa_sweep=(12, 16, 22), act_add_alpha=1.0,
+                 max_new_tokens=8, n_eval=200, n_rand_dirs=100),
     "paper": dict(n_dir=32, rfa_from=16, rfa_sweep=tuple(range(4, 30, 2)), act_add_alpha=1.0,
-                  max_new_tokens=16),
+                  max_new_tokens=16, n_eval=210, n_rand_dirs=100),
 }
 _ATT = {
     "smoke": dict(n_dir=16, n_gcg_prompts=1, gcg_iters=2, gcg_topk=32, gcg_cands=4, suffix_len=6,
-                  n_random=200, max_new_tokens=8),
+                  n_random=200, max_new_tokens=8, n_eval=8, n_select=4),
     "book": dict(n_dir=32, n_gcg_prompts=2, gcg_iters=12, gcg_topk=32, gcg_cands=8, suffix_len=8,
-                 n_random=1000, max_new_tokens=10),
+                 n_random=1000, max_new_tokens=8, n_eval=200, n_select=32),
     "paper": dict(n_dir=32, n_gcg_prompts=8, gcg_iters=100, gcg_topk=64, gcg_cands=64, suffix_len=12,
-                  n_random=1000, max_new_tokens=16),
+                  n_random=1000, max_new_tokens=16, n_eval=210, n_select=64),
 }
 _TRAIN = {
     # smoke: 3 steps and 4-token replies (the refusal phrases are their first 2-3 tokens), for <= 45 s
@@ -113,14 +120,17 @@ _TRAIN = {
                   lr=1e-3, seeds=(0,), n_eval=4, templates=("override",), at_steps=1, gcg_iters=1,
                   gcg_cands=4, suffix_len=6, max_new_tokens=4),
     # book: 12 steps (30 steps took 608 s in all and 20 steps 521 s on one thread; the smoke
-    # pilot's 6 steps already gave ReFAT full refusal under RFA), replies of 8 tokens (the refusal
-    # phrases open the reply), two templates (none of the four jailbreaks the SFT model in 02),
-    # 3 seeds because the RT-vs-ReFAT claims are stated across seeds
+    # pilot's 6 steps already gave ReFAT full refusal under RFA), two templates, 3 seeds because the
+    # RT-vs-ReFAT claims are stated across seeds. The registry judges 200 held-out prompts per class
+    # x (RFA, GCG-lite, 2 templates, prefilling, harmless) x 6 trained models: replies of 4 tokens
+    # (the refusal phrases are their first 2-3 tokens) and one timed AT-lite step (its GCG-lite at
+    # 02's setting) keep the notebook within its former budget. gcg_iters/gcg_cands/suffix_len
+    # are no longer used (AT-lite takes 02's attack setting, as registered).
     "book": dict(n_dir=16, n_dir_eval=32, n_rows=96, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=12,
-                 lr=1e-3, seeds=(0, 1, 2), n_eval=16, templates=("override", "novel"), at_steps=2,
-                 gcg_iters=3, gcg_cands=8, suffix_len=8, max_new_tokens=8),
+                 lr=1e-3, seeds=(0, 1, 2), n_eval=200, templates=("override", "novel"), at_steps=1,
+                 gcg_iters=3, gcg_cands=8, suffix_len=8, max_new_tokens=4),
     "paper": dict(n_dir=32, n_dir_eval=32, n_rows=96, rfa_from=16, p_rfa=0.5, recalc_every=4, n_steps=200,
-                  lr=1e-3, seeds=(0, 1, 2), n_eval=24, templates=("override", "novel", "prefix", "persona"),
+                  lr=1e-3, seeds=(0, 1, 2), n_eval=210, templates=("override", "novel", "prefix", "persona"),
                   at_steps=4, gcg_iters=20, gcg_cands=16, suffix_len=8, max_new_tokens=16),
 }
 

@@ -8,8 +8,12 @@ layer ``l`` (``resid_pre``) at the last token of the chat-formatted prompt ``x``
     RFA:  h <- h - (h . r^_l) r^_l + mu_l r^_l,   r^_l = r_l / |r_l|        (Eq. 3)
 
 with ``mu_l`` the mean projection of harmless prompts on ``r^_l`` (``mode="mean"``, the paper's
-choice) or 0 (``mode="zero"``, plain directional ablation). Ablation acts on every token position
-of the chosen layers.
+choice) or 0 (``mode="zero"``, plain directional ablation). Ablation and addition act at the
+token positions of ``positions``: ``"last"`` (the default: the last prompt token and, while generating,
+each new token, as the unofficial reference ablates) or ``"all"`` (every position, the first token
+included). The first token is an attention sink with a massive activation (its projection on
+``r^_l`` is thousands against a harmless mean of about 14 in SmolLM2): moving it breaks the model,
+so the default never does (issue 59).
 """
 
 from __future__ import annotations
@@ -26,9 +30,23 @@ from .. import lm
 from ..lm._common import pad_batch, pad_id, position_ids
 
 __all__ = ["encode_prompts", "last_token_acts", "last_token_acts_reference", "auroc",
-           "RefusalFeature", "RFAEdit", "rfa", "act_add", "last_logprobs", "kl_to", "MODES"]
+           "RefusalFeature", "RFAEdit", "rfa", "act_add", "last_logprobs", "kl_to", "MODES", "POSITIONS",
+           "DEFAULT_POSITIONS", "positions_arg"]
 
 MODES = ("mean", "zero")
+#: where an edit acts: the last prompt token (and each generated token), or every position
+POSITIONS = ("last", "all")
+DEFAULT_POSITIONS = "last"
+
+
+def positions_arg(positions: str):
+    """The ``positions=`` of :func:`iclr25.lm.intervene` for a ``positions`` name of
+    :data:`POSITIONS` (chapter 08): ``"last"`` -> ``-1``, ``"all"`` -> ``None``."""
+    if positions not in POSITIONS:
+        raise ValueError(f"unknown positions {positions!r}; valid: {', '.join(POSITIONS)} "
+                         "('last': the last prompt token and each generated one; 'all': every "
+                         "position, the first token included)")
+    return -1 if positions == "last" else None
 
 
 def encode_prompts(tokenizer, prompts: Sequence[str], *, chat: bool = True) -> list[list[int]]:
@@ -243,10 +261,12 @@ class RFAEdit:
 
 @contextlib.contextmanager
 def rfa(model: nn.Module, rf: RefusalFeature, layers=None, *, mode: str = "mean",
-        rows: Sequence[int] | None = None):
+        rows: Sequence[int] | None = None, positions: str = DEFAULT_POSITIONS):
     """Refusal feature ablation at the input of ``layers`` (default: every layer of ``rf``; layer
-    ``n`` is the stream after the last decoder layer), every position, on ``rows`` of each batch
-    (default all). Chapter 08."""
+    ``n`` is the stream after the last decoder layer), at ``positions`` (``"last"``, the default:
+    the last prompt token of a left-padded batch and each generated token, never the first token;
+    ``"all"``: every position), on ``rows`` of each batch (default all). Chapter 08."""
+    pos = positions_arg(positions)
     chosen = rf.layers if layers is None else _layers(model, layers)
     for l in chosen:
         rf.index(l)
@@ -259,19 +279,23 @@ def rfa(model: nn.Module, rf: RefusalFeature, layers=None, *, mode: str = "mean"
     with contextlib.ExitStack() as stack:
         ivs = []
         if pre:
-            ivs.append(stack.enter_context(lm.intervene(model, "resid_pre", edit, layers=pre, rows=rows)))
+            ivs.append(stack.enter_context(lm.intervene(model, "resid_pre", edit, layers=pre, rows=rows,
+                                                        positions=pos)))
         if n in chosen:
             ivs.append(stack.enter_context(lm.intervene(model, "resid_post", lambda x, l: edit(x, n),
-                                                        layers=[n - 1], rows=rows)))
+                                                        layers=[n - 1], rows=rows, positions=pos)))
         yield ivs
 
 
 @contextlib.contextmanager
-def act_add(model: nn.Module, rf: RefusalFeature, layer: int, alpha: float = 1.0):
-    """Activation addition: ``h_l <- h_l + alpha r_l`` at the input of ``layer``, every position
-    (Arditi et al. 2024; induces refusal on harmless prompts). Chapter 08."""
-    with lm.intervene(model, "resid_pre", lm.add(rf.raw[rf.index(layer)], alpha=alpha),
-                      layers=[layer]) as iv:
+def act_add(model: nn.Module, rf: RefusalFeature, layer: int, alpha: float = 1.0, *,
+            positions: str = DEFAULT_POSITIONS, vector: torch.Tensor | None = None):
+    """Activation addition: ``h_l <- h_l + alpha r_l`` at the input of ``layer``, at ``positions``
+    (as in :func:`rfa`; Arditi et al. 2024; induces refusal on harmless prompts). ``vector``
+    replaces ``r_l`` (the random-direction control). Chapter 08."""
+    v = rf.raw[rf.index(layer)] if vector is None else torch.as_tensor(vector, dtype=rf.raw.dtype)
+    with lm.intervene(model, "resid_pre", lm.add(v, alpha=alpha), layers=[layer],
+                      positions=positions_arg(positions)) as iv:
         yield iv
 
 

@@ -13,6 +13,7 @@ ReFAT (paper, Alg. 1 / Eq. 10), in our notation::
     every K steps:   r_l = mean_harmful h_l - mean_harmless h_l      (current weights, l >= start)
     each step:       batch = B/2 harmful (-> refusal) + B/2 harmless (-> answer)
                      with probability p: RFA (Eq. 3) on the harmful rows at every l in rfa_layers
+                     (every position of the right-padded rows: training keeps ``positions="all"``)
                      loss = response-only cross-entropy;  AdamW step
 
 ``p_rfa = 0`` is plain refusal training (the paper's RT baseline). ``attack=`` turns the loop
@@ -133,7 +134,7 @@ def prepare(model: nn.Module, tokenizer, ps: PromptSet, start: int,
             raise ValueError(f"rfa_below must hold layers below start={start}, got {rfa_below.layers}")
         nh = len(ps.harmful)
         _, _, hid_r, _ = _rows(model, tokenizer, prompts[:nh], targets[:nh], start,
-                               edit=lambda: rfa(model, rfa_below, mode=mode))
+                               edit=lambda: rfa(model, rfa_below, mode=mode, positions="all"))
         data.hidden_rfa = hid_r + [None] * (len(prompts) - nh)
         data.rfa_below = rfa_below
     return data
@@ -300,7 +301,7 @@ def train_refusal(model: nn.Module, tokenizer, data: TrainData, *, n_steps: int,
             hid[:half] = [data.hidden_rfa[i] for i in rows[:half]]
         I, M, R, H = _collate(ids, resp, hid, pad)
         if use_rfa:
-            with rfa(model, rf, rfa_layers, mode=mode, rows=list(range(half))):
+            with rfa(model, rf, rfa_layers, mode=mode, rows=list(range(half)), positions="all"):
                 last = forward_top(model, data.start, H, M)
         else:
             last = forward_top(model, data.start, H, M)
