@@ -283,8 +283,8 @@ def test_analogy_missing_file(tmp_path):
 
 
 def test_configs():
-    assert ql.configs.config("smoke").path == "grad_x_act"
-    assert ql.configs.config("book").path == "joint"
+    assert ql.configs.config("smoke").path == "per_layer"
+    assert ql.configs.config("book").path == "per_layer"
     assert ql.configs.config("book", relations="capital").relations == ("capital",)
     with pytest.raises(ProfileError, match="valid"):
         ql.configs.config("smoke", n_stepz=3)

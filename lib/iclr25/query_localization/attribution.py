@@ -215,14 +215,18 @@ def attribute(model: nn.Module, tokenizer, prompts: Sequence[str], targets, *, p
         zero_prob = torch.zeros(P, len(layers_of))
         prob = torch.zeros(P)
         bar = progress(total=P * len(rows), desc=f"IG ({path}, m={n_steps})") if show_progress else None
+        skip = path == "per_layer" and _skippable(model)
         for p in range(P):
             prefix = _Prefix(model, tokenizer, prompts[p], device)
             tg = int(targets[p])
+            mids = prefix.mids(model) if skip else None
             for s in range(0, len(rows), batch_size):
                 part = rows[s:s + batch_size]
                 chunk = [(l, float(alphas[k])) for l, k in part]
                 wk = weights[[k for _, k in part]]
-                for l, (idx, leaf) in _rows_pass(model, downs, prefix, tg, acts[p], chunk, True).items():
+                out = (_rows_from(model, downs, prefix, tg, acts[p], mids, chunk) if skip else
+                       _rows_pass(model, downs, prefix, tg, acts[p], chunk, True))
+                for l, (idx, leaf) in out.items():
                     grads[p, l] += (wk[idx][:, None] * leaf.grad.double().cpu()).sum(0)
                 if bar is not None:
                     bar.update(len(chunk))
@@ -261,6 +265,19 @@ class _Prefix:
                             logits_to_keep=1)
             self.cache = output_cache(out)
 
+    def mids(self, model) -> torch.Tensor:
+        """``(n_layers, d_model)``: the clean residual stream at the last position after each
+        layer's attention (the input of its ``post_attention_layernorm``)."""
+        blocks = model.model.layers
+        rec: dict[int, torch.Tensor] = {}
+
+        def make(l):
+            def pre(mod, args):
+                rec[l] = args[0][0, -1].detach()
+            return pre
+        self.run(model, {l: (b.post_attention_layernorm, make(l)) for l, b in enumerate(blocks)}, 0, 1)
+        return torch.stack([rec[l] for l in range(len(blocks))])
+
     def prob(self, model, downs, target: int, sets: dict, n_rows: int, grad: bool) -> torch.Tensor:
         """Target probability of ``n_rows`` copies of the last token, with the units of layer l
         in rows ``sets[l][0]`` set to ``sets[l][1]``."""
@@ -298,6 +315,77 @@ class _Prefix:
         finally:
             for h in hs:
                 h.remove()
+
+
+def _skippable(model) -> bool:
+    """Whether :func:`_rows_from` can run ``model``: a Llama-style decoder (``model.model`` with
+    ``layers``, ``norm`` and ``rotary_emb``, each layer with ``post_attention_layernorm`` and
+    ``mlp.down_proj``) and an output embedding."""
+    inner = getattr(model, "model", None)
+    if inner is None or not all(hasattr(inner, a) for a in ("layers", "norm", "rotary_emb")):
+        return False
+    return all(hasattr(b, "post_attention_layernorm") for b in inner.layers)
+
+
+def _rows_from(model, downs, prefix: _Prefix, target: int, acts_p: torch.Tensor, mids: torch.Tensor,
+               chunk) -> dict:
+    """The per-layer path's rows ``(layer, alpha)`` of one batch, run from the lowest layer ``s``
+    of the batch: a row scaled at layer ``l`` leaves every layer below ``l`` as in the clean pass
+    (only the last position changes, and only from layer ``l``'s MLP on), so the batch starts
+    from the clean residual after layer ``s``'s attention (``mids[s]``), adds
+    ``down_proj(hidden)`` with each row's hidden units (scaled for the rows of layer ``s``, clean
+    for the others) and runs layers ``s + 1 ..`` on the prefix's cached keys and values, with the
+    rows of each later layer scaled there. The same probabilities as :func:`_rows_pass`, without
+    the forward pass through layers ``0 .. s - 1``. Backwards the summed probability and returns
+    ``{layer: (rows, leaf)}``."""
+    import copy
+
+    inner = model.model
+    blocks = inner.layers
+    dev = prefix.device
+    n = len(chunk)
+    s = min(l for l, _ in chunk)
+    leaves = {}
+    for l in sorted({l for l, _ in chunk}):
+        idx = [i for i, (rl, _) in enumerate(chunk) if rl == l]
+        a = torch.tensor([chunk[i][1] for i in idx], dtype=acts_p.dtype)[:, None]
+        leaves[l] = (idx, (a * acts_p[l][None]).to(dev).requires_grad_(True))
+    dtype = downs[s].weight.dtype
+    idx_s, val_s = leaves[s]
+    hid = acts_p[s].to(dev, dtype)[None].expand(n, -1).clone()
+    hid = hid.index_put((torch.tensor(idx_s, device=dev),), val_s.to(dtype))
+    h = (mids[s].to(dev, dtype)[None] + downs[s](hid))[:, None, :]
+    kw = {}
+    if prefix.cache is not None:
+        cache = copy.deepcopy(prefix.cache)
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+        kw = {prefix.kw: cache, "use_cache": True}
+    pos = torch.full((n, 1), prefix.T - 1, device=dev)
+    pe = inner.rotary_emb(h, position_ids=pos)
+
+    def make(l):
+        rows, val = torch.tensor(leaves[l][0], device=dev), leaves[l][1]
+
+        def pre(mod, args):
+            out = args[0].clone()
+            out[rows, -1] = val.to(out.dtype)
+            return (out,) + tuple(args[1:])
+        return pre
+    hs = [downs[l].register_forward_pre_hook(make(l)) for l in leaves if l > s]
+    try:
+        with torch.enable_grad():
+            for j in range(s + 1, len(blocks)):
+                h = blocks[j](h, attention_mask=None, position_ids=pos, position_embeddings=pe, **kw)
+                if isinstance(h, tuple):       # older transformers return (hidden, ...)
+                    h = h[0]
+            logits = model.get_output_embeddings()(inner.norm(h))[:, -1].float()
+            prob = torch.softmax(logits, -1)[:, int(target)]
+            prob.sum().backward()
+    finally:
+        for hk in hs:
+            hk.remove()
+    return leaves
 
 
 def _rows_pass(model, downs, prefix: _Prefix, target: int, acts_p: torch.Tensor, chunk, grad: bool):

@@ -1,9 +1,11 @@
 """The chapter's runs at each profile (see :mod:`iclr25.profiles`), and the attribution cache that
 lets notebooks 02 and 03 reuse what 01 computed (chapter 05).
 
-``smoke`` scores ~8 facts x 4 paraphrases by gradient x activation; ``book`` ~40 facts x 5
-paraphrases by the joint integrated-gradients path with m = 20; ``paper`` every fact the model
-knows x 6 paraphrases by Dai et al.'s per-layer path (the paper's estimator; hours on a CPU).
+``smoke`` scores ~8 facts x 4 paraphrases by Dai et al.'s per-layer path with one step (the
+code path of ``book`` at the cost of gradient x activation); ``book`` ~40 facts x 5 paraphrases by
+Dai et al.'s per-layer integrated gradients with m = 20 (the paper's estimator, issue 56; the
+joint path is a labelled variant whose agreement notebook 01 measures); ``paper`` every fact the
+model knows x 6 paraphrases, the same estimator (hours on a CPU).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .. import paths
 from ..profiles import make_config
 
 __all__ = ["Config", "RUNS", "config", "FactRun", "fact_run", "kn_sets_of", "KNSets", "top_k_sets",
-           "layer_matched_random"]
+           "layer_matched_random", "Consistency", "consistency_of"]
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,10 @@ class Config:
     n_queries: int = 4           # paraphrases per fact (paper: ParaRel's, >= 2 per fact)
     min_correct: int = 3         # keep a fact answered top-1 in >= this many paraphrases
     max_facts: int | None = 8    # cap on kept facts (relations interleaved)
-    path: str = "grad_x_act"     # attribution: grad_x_act | joint | per_layer (paper: per_layer)
+    path: str = "per_layer"      # attribution: per_layer (Dai et al.) | joint | grad_x_act
     n_steps: int = 1             # IG steps m (paper / Dai et al.: 20)
+    cross_q: float = 0.95        # tau = this quantile of the cross-fact CS distribution (registered)
+    n_pseudo: int = 200          # pseudo-facts (queries of different facts) for that distribution
     threshold: float = 0.3       # KN: attribution > threshold x max (Dai et al.: 0.2-0.3)
     cs_threshold: float = 0.3    # static consistency threshold (paper's example: 0.3)
     max_share: float | None = 0.5  # drop units that are KNs of > this share of facts (None: keep)
@@ -48,9 +52,9 @@ class Config:
 
 
 RUNS = {
-    "smoke": dict(n_candidates=12, n_queries=4, max_facts=8, path="grad_x_act", n_steps=1,
+    "smoke": dict(n_candidates=12, n_queries=4, max_facts=8, path="per_layer", n_steps=1,
                   n_seen=2, n_other=8),
-    "book": dict(n_candidates=120, n_queries=5, max_facts=40, path="joint", n_steps=20,
+    "book": dict(n_candidates=120, n_queries=5, max_facts=40, path="per_layer", n_steps=20,
                  n_seen=3, n_other=10),
     "paper": dict(n_candidates=1000, n_queries=6, max_facts=None, path="per_layer", n_steps=20,
                   n_seen=4, n_other=50),
@@ -75,6 +79,10 @@ def config(profile: str | None = None, **overrides) -> Config:
         raise ValueError(f"n_queries must be in [2, 6] (the templates per relation), got {cfg.n_queries}")
     if not 1 <= cfg.min_correct <= cfg.n_queries:
         raise ValueError(f"min_correct must be in [1, n_queries={cfg.n_queries}], got {cfg.min_correct}")
+    if not 0 < cfg.cross_q < 1:
+        raise ValueError(f"cross_q must be in (0, 1) (a quantile), got {cfg.cross_q}")
+    if cfg.n_pseudo < 1:
+        raise ValueError(f"n_pseudo must be >= 1, got {cfg.n_pseudo}")
     if not 1 <= cfg.n_seen < cfg.n_queries:
         raise ValueError(f"n_seen must be in [1, n_queries - 1 = {cfg.n_queries - 1}] (the rest are "
                          f"held out), got {cfg.n_seen}")
@@ -128,7 +136,7 @@ def fact_run(model, tokenizer, cfg: Config, *, cache: bool = True, show_progress
     prompts = [q for f in known.facts for q in f.queries]
     targets = [t for t in known.targets for _ in range(cfg.n_queries)]
     attr = attribute(model, tokenizer, prompts, targets, path=cfg.path, n_steps=cfg.n_steps,
-                     show_progress=show_progress)
+                     batch_size=120, show_progress=show_progress)
     run = FactRun(known, prompts, targets, attr)
     if cache:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -187,3 +195,27 @@ def layer_matched_random(sets: list, d_ff: int, seed: int = 0) -> list:
     for s in sets:
         out.append(frozenset((u // d_ff) * d_ff + rng.randrange(d_ff) for u in s))
     return out
+
+
+@dataclass
+class Consistency:
+    """Each fact's consistency score (``cs``), the cross-fact CS distribution (``pseudo``), the
+    threshold ``tau`` (its ``cfg.cross_q`` quantile) and each fact's class (``"K_II"`` where
+    ``cs <= tau``); the same in notebooks 01-03 of chapter 05."""
+
+    cs: object
+    pseudo: object
+    tau: float
+    classes: object
+
+
+def consistency_of(run: FactRun, kn: KNSets, cfg: Config) -> Consistency:
+    """The consistency scores of ``run``'s facts and the cross-fact threshold (chapter 05;
+    :func:`iclr25.query_localization.measures.pseudo_fact_cs`, seeded by ``cfg.seed``)."""
+    from . import measures
+
+    rels = [f.relation for f in run.known.facts]
+    cs = measures.pair_jaccards(kn.sets, cfg.n_queries).mean(1)
+    pseudo = measures.pseudo_fact_cs(kn.sets, rels, cfg.n_queries, cfg.n_pseudo, seed=cfg.seed)
+    tau = measures.cross_fact_threshold(pseudo, cfg.cross_q)
+    return Consistency(cs, pseudo, tau, measures.classes(cs, tau))

@@ -10,9 +10,11 @@ from ..plotting import paper_figure
 __all__ = ["plot_consistency", "plot_kn_heatmaps", "plot_delta_prob", "plot_synapses", "plot_editing"]
 
 
-def plot_consistency(cs_by_rel: dict, static: float, otsu: float, layer_hist=None):
+def plot_consistency(cs_by_rel: dict, static: float, otsu: float, layer_hist=None,
+                     tau: float | None = None):
     """Violin/strip plot of the consistency scores per relation with the static and Otsu
-    thresholds (the paper's Fig. 3 violins), and the KNs' layer histogram."""
+    thresholds (the paper's Fig. 3 violins) and, when given, the cross-fact threshold ``tau``;
+    and the KNs' layer histogram."""
     ncols = 2 if layer_hist is not None else 1
     fig, axes = plt.subplots(1, ncols, figsize=(5.5 * ncols, 3.8), squeeze=False)
     ax = axes[0, 0]
@@ -24,6 +26,8 @@ def plot_consistency(cs_by_rel: dict, static: float, otsu: float, layer_hist=Non
                    d, s=12, color="k", alpha=0.6, zorder=3)
     ax.axhline(static, color="C3", ls="--", label=f"static {static:.2f}")
     ax.axhline(otsu, color="C2", ls=":", label=f"Otsu {otsu:.2f}")
+    if tau is not None:
+        ax.axhline(tau, color="C1", ls="-.", label=f"cross-fact tau {tau:.2f}")
     ax.set_xticks(range(1, len(names) + 1), names)
     ax.set_ylabel("consistency score (mean pairwise Jaccard)")
     ax.set_ylim(-0.02, 1.02)
