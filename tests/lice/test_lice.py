@@ -285,7 +285,7 @@ def test_baselines_run():
 
 
 def test_config_errors():
-    assert L.config("cf", "smoke").n_factuals >= 1
+    assert L.config("cf", "smoke").n_per_fold >= 1 and L.config("cf", "smoke").n_folds >= 2
     with pytest.raises(ValueError, match="valid"):
         L.config("nope", "smoke")
     with pytest.raises(ValueError, match="valid"):
@@ -419,14 +419,8 @@ def test_mean_ci_closed_form_and_paired_diff():
         "time": 1.0, "cpu": 1.0})
     d = L.paired_diff(rows, "LiCE (optimize)", "MIO", "nll")
     assert d["n"] == n and d["hi"] < 0 and d["diff"] == pytest.approx(-5, abs=0.5)
-    claims = {c["claim"]: c for c in L.maintable.orderings(rows, "credit")}
-    more_likely = [c for k, c in claims.items() if "optimize) counterfactuals are more likely than MIO" in k][0]
-    close = [c for k, c in claims.items() if "about as close" in k][0]
-    assert more_likely["holds"] and more_likely["kind"] == "finding" and close["holds"]
     table = L.summarise_ci(rows).set_index("method")
     assert table.loc["MIO", "distance"] == 4.0 and table.loc["MIO", "distance ±"] == pytest.approx(0)
-    with pytest.raises(ValueError, match="valid"):
-        L.maintable.orderings(rows, "mnist")
 
 
 def test_protocol_parameter_errors():
@@ -434,7 +428,7 @@ def test_protocol_parameter_errors():
         mio.new_model(1, separating="max")
     with pytest.raises(ValueError, match="valid"):
         L.prepare_config(L.config("cf", "smoke", dataset="mnist"))
-    assert L.config("cf", "book").hidden == (20, 10) and L.config("cf", "book").n_factuals >= 20
+    assert L.config("cf", "book").hidden == (20, 10) and L.config("cf", "book").n_folds * L.config("cf", "book").n_per_fold >= 20
 
 
 # ------------------------------------------------- deterministic budgets (issue 32, rerun)

@@ -18,7 +18,9 @@ Public API
 - metrics: :func:`evaluate`, :func:`summarise`, :func:`summarise_ci` (means with intervals),
   :func:`paired_diff`; the paper's table and its orderings: :mod:`iclr25.lice.maintable`;
   configs: :func:`config`;
-- the main-table pipeline: :func:`prepare`, :func:`run_methods`.
+- the main-table pipeline: :func:`prepare`, :func:`run_methods`, :func:`folds` (the paper's 5-fold
+  CV), :func:`run_folds`; the measurements of the registered claims: :func:`maintable.measurements`,
+  :func:`maintable.checks`; the trade-off and scaling sweeps: :mod:`iclr25.lice.tradeoff`.
 """
 
 from .features import Binary, Categorical, Contiguous, DataHandler, Mixed
@@ -33,7 +35,9 @@ from .start import repair, warm_start
 from .metrics import evaluate, mean_ci, paired, paired_diff, summarise, summarise_ci
 from . import maintable
 from .configs import config, CONFIGS
-from .experiment import METHODS, Prepared, prepare, prepare_config, run_methods
+from .experiment import (METHODS, Prepared, folds, pool_certified, prepare, prepare_config,
+                         rounds_optimal, run_folds, run_methods)
+from . import tradeoff
 
 __all__ = [
     "Contiguous", "Binary", "Categorical", "Mixed", "DataHandler",
@@ -42,4 +46,5 @@ __all__ = [
     "make_mlp", "train_mlp", "predict_logit", "LiCE", "Explanation", "MODES", "thresholds", "mio",
     "dice_counterfactuals", "nearest_neighbour_cf", "evaluate", "summarise", "paired", "mean_ci", "paired_diff", "summarise_ci", "maintable", "config", "CONFIGS",
     "METHODS", "Prepared", "prepare", "prepare_config", "run_methods", "repair", "warm_start",
+    "folds", "run_folds", "pool_certified", "rounds_optimal", "tradeoff",
 ]

@@ -19,7 +19,8 @@ from .start import warm_start
 from .model import predict_logit, train_mlp
 from .spn import SPN, LearnSPN
 
-__all__ = ["Prepared", "prepare", "prepare_config", "METHODS", "run_methods"]
+__all__ = ["Prepared", "folds", "prepare", "prepare_config", "METHODS", "run_methods", "run_folds",
+           "pool_certified", "rounds_optimal"]
 
 METHODS = ("MIO", "LiCE (optimize)", "LiCE (quartile)", "LiCE (sample)", "LiCE (median)",
            "DiCE (+spn)", "NN (FACE-like)")
@@ -40,15 +41,39 @@ class Prepared:
     fit_seconds: dict
 
 
+def folds(n_rows: int, n_folds: int = 5, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The paper's 5-fold cross-validation: ``(train, test)`` row indices of each fold of
+    ``sklearn.model_selection.KFold(n_folds, shuffle=True, random_state=seed)``, each of them
+    permuted with ``seed`` (so the first test rows of a fold are a random draw of its test set,
+    not the file's first rows). Chapter 14, notebooks 02-04."""
+    from sklearn.model_selection import KFold
+
+    if not 2 <= n_folds <= n_rows:
+        raise ValueError(f"n_folds must be between 2 and the number of rows ({n_rows}), got {n_folds}")
+    rng = np.random.default_rng(seed)
+    out = []
+    for train, test in KFold(n_folds, shuffle=True, random_state=seed).split(np.arange(n_rows)):
+        out.append((rng.permutation(train), rng.permutation(test)))
+    return out
+
+
 def prepare(data: Dataset, *, hidden: Sequence[int] = (20, 10), n_epochs: int = 50,
             min_instances_slice: int = 200, max_bins: int = 10, n_train: int | None = None,
-            test_fraction: float = 0.2, seed: int = 0) -> Prepared:
-    """Split (one fold of the paper's 5-fold CV: 80/20), fit the handler on all rows (so every
-    factual lies within the bounds), the MLP and the SPN on the training rows."""
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(data.X))
-    n_test = max(1, int(round(test_fraction * len(idx))))
-    test, train = idx[:n_test], idx[n_test:]
+            test_fraction: float = 0.2, seed: int = 0, fold: int | None = None,
+            n_folds: int = 5) -> Prepared:
+    """Split, fit the handler on all rows (so every factual lies within the bounds), the MLP and
+    the SPN on the training rows. ``fold=None``: one random 80/20 split (``test_fraction``);
+    ``fold=k``: fold ``k`` of :func:`folds` (the paper's 5-fold CV, ``n_folds``, seeded by
+    ``seed``). ``n_train``: at most this many training rows (a random subset)."""
+    if fold is None:
+        rng = np.random.default_rng(seed)
+        idx = rng.permutation(len(data.X))
+        n_test = max(1, int(round(test_fraction * len(idx))))
+        test, train = idx[:n_test], idx[n_test:]
+    else:
+        if not 0 <= fold < n_folds:
+            raise ValueError(f"fold must be in 0..{n_folds - 1}, got {fold}")
+        train, test = folds(len(data.X), n_folds, seed)[fold]
     if n_train is not None:
         train = train[:n_train]
     h = data.handler()
@@ -149,7 +174,10 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
                     "cpu": st["solve_time"], "build_time": st["build_time"],
                     "nodes": int(sum(st["nodes"])), "hit_time_limit": bool(st["hit_time_limit"]),
                     "start_accepted": st["start_accepted"], "n_stored": st["n_stored"],
-                    "beat_start": st["beat_start"]}
+                    "beat_start": st["beat_start"], "n_rounds": len(st["status"]),
+                    "rounds_optimal": rounds_optimal(ex),
+                    "stopped_at_start": bool(st.get("stopped_at_start", False)),
+                    "pool_certified": pool_certified(ex, h)}
         elif method == "DiCE (+spn)":
             cfs, _ = dice_counterfactuals(h, p.mlp, p.spn, Xtr, ytr, x0, target, n=n_dice,
                                           seed=seed, keep="all")
@@ -172,6 +200,59 @@ def run_methods(p: Prepared, factuals: Sequence[int], methods: Sequence[str] = M
                         "actionable": False, "selected": -1, "spn_gap": np.nan})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def rounds_optimal(ex) -> bool:
+    """Every solve of ``ex`` (each n-best round) ended with a proof: status ``optimal`` (or
+    ``infeasible``: no further pattern exists), and none stopped at the CPU-seconds safety net."""
+    st = ex.stats
+    return bool(st["status"]) and all(s in ("optimal", "infeasible") for s in st["status"]) \
+        and not st["hit_time_limit"]
+
+
+def pool_certified(ex, handler: DataHandler) -> bool:
+    """Whether the pool ``ex`` reports is a set of distinct optima of its program (issue 65): its
+    decoded counterfactuals are pairwise distinct, each is the proven optimum of its n-best round
+    (``stats["optimal"]``) and, where a shared start was given, each objective beats the start's
+    by the relative tolerance :data:`~iclr25.lice.lice.START_TOL` (no near-start solution). An
+    empty pool is certified when its solves ended with a proof (:func:`rounds_optimal`)."""
+    from .lice import START_TOL
+
+    st = ex.stats
+    if not len(ex.counterfactuals):
+        return rounds_optimal(ex)
+    keys = {tuple(r) for r in handler.encode(ex.counterfactuals).round(6)}
+    ok = len(keys) == len(ex.counterfactuals) and all(st["optimal"]) \
+        and len(st["optimal"]) == len(ex.counterfactuals)
+    s0 = st.get("start_objective")
+    if s0 is not None:
+        ok = ok and all(v < s0 - START_TOL * (1.0 + abs(s0)) for v in st["objective"])
+    return bool(ok)
+
+
+def run_folds(data: Dataset, cfg, *, progress=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The main table under the paper's protocol (notebooks 02 and 04): for each of the
+    ``cfg.n_folds`` folds of :func:`folds` (KFold, seed ``cfg.seed``), refit the MLP and the SPN on
+    the fold's training rows (Adult: a random ``cfg.n_train_adult`` of them) and run ``cfg.methods`` on the first
+    ``cfg.n_per_fold`` of its (shuffled) test rows with :func:`run_methods`. Returns the rows (one
+    per fold, method and factual, with a ``fold`` column) and one row per fold: test accuracy, SPN
+    size, likelihood thresholds and fit seconds."""
+    all_rows, info = [], []
+    for k in range(cfg.n_folds):
+        p = prepare(data, hidden=cfg.hidden, n_epochs=cfg.n_epochs,
+                    min_instances_slice=cfg.min_instances_slice, max_bins=cfg.max_bins,
+                    n_train=cfg.n_train_adult if data.name == "adult" else None, seed=cfg.seed,
+                    fold=k, n_folds=cfg.n_folds)
+        rows = run_methods(p, p.test[:cfg.n_per_fold], cfg.methods, alpha=cfg.alpha,
+                           node_limit=cfg.node_limit, time_limit=cfg.time_limit,
+                           separating=cfg.separating, n_cf=cfg.n_cf, n_dice=cfg.n_dice,
+                           collect=cfg.collect, warm=cfg.warm, heuristics=cfg.heuristics,
+                           seed=cfg.seed, progress=progress)
+        all_rows.append(rows.assign(fold=k))
+        info.append({"fold": k, "train": len(p.train), "test": len(p.test),
+                     "accuracy": p.accuracy, "SPN nodes": len(p.spn.nodes),
+                     "median LL": p.thresholds["median"], "fit s": sum(p.fit_seconds.values())})
+    return pd.concat(all_rows, ignore_index=True), pd.DataFrame(info).set_index("fold")
 
 
 def prepare_config(cfg) -> Prepared:

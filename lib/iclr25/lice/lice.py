@@ -33,6 +33,7 @@ __all__ = ["LiCE", "Explanation", "MODES", "thresholds"]
 MODES = ("mio", "threshold", "optimize")
 COLLECT = ("nogood", "pool")
 VALIDITY_MARGIN = 1e-4
+START_TOL = 1e-6     # relative: a solution must beat the shared start by this much (issue 65)
 
 
 @dataclass
@@ -178,8 +179,17 @@ class LiCE:
         if collect == "pool":
             return self._pool(m, fv, root, e0, obj_s if e_s is not None else None, n, node_limit,
                               time_limit, stats, t0, mode, alpha, target)
+        stats["round_time"], stats["round_status"] = [], []
+        stats["start_objective"] = obj_s if e_s is not None else None
+        stats["stopped_at_start"] = False
+        # the shared start is a floor: a round whose optimum does not beat it by a relative 1e-6
+        # ends the enumeration (near-start solutions are never reported; issue 65)
+        floor = None if e_s is None else obj_s - START_TOL * (1.0 + abs(obj_s))
         spent = 0.0  # SCIP CPU seconds over all solves: the safety net ``time_limit`` is for all n
-        for k in range(n):
+        seen: set = set()
+        for k in range(2 * n):  # n distinct points; a round that decodes to a seen point is skipped
+            if len(rows) >= n:
+                break
             left = time_limit - spent
             if left <= 0.01:
                 stats["hit_time_limit"] = True
@@ -195,6 +205,8 @@ class LiCE:
                 stats["start_accepted"] = self._has_start(m, obj_s if e_s is not None else None)
             st = m.getStatus()
             spent += m.getSolvingTime()
+            stats["round_time"].append(m.getSolvingTime())
+            stats["round_status"].append(st)
             stats["solve_time"] = spent
             stats["status"].append(st)
             stats["nodes"].append(int(m.getNTotalNodes()))
@@ -203,16 +215,22 @@ class LiCE:
             if m.getNSols() == 0:
                 break
             sol = m.getBestSol()
-            rows.append(np.array([float(m.getSolVal(sol, v)) if not isinstance(v, float) else v
-                                  for v in fv.z]))
-            stats["optimal"].append(st == "optimal")
-            stats["mio_ll"].append(float(m.getSolVal(sol, root)) if root is not None else np.nan)
-            stats["cost"].append(float(h.distance(e0, rows[-1])[0]))
-            stats["objective"].append(float(m.getSolObjVal(sol)))
-            stats["gap"].append(float(m.getGap()))
-            if k + 1 < n:
+            best = float(m.getSolObjVal(sol))
+            if floor is not None and best >= floor:
+                stats["stopped_at_start"] = True
+                break
+            z = np.array([float(m.getSolVal(sol, v)) if not isinstance(v, float) else v for v in fv.z])
+            key = tuple(h.encode(h.decode(z[None]))[0].round(6))
+            if key not in seen:
+                seen.add(key)
+                rows.append(z)
+                stats["optimal"].append(st == "optimal")
+                stats["mio_ll"].append(float(m.getSolVal(sol, root)) if root is not None else np.nan)
+                stats["cost"].append(float(h.distance(e0, rows[-1])[0]))
+                stats["objective"].append(best)
+                stats["gap"].append(float(m.getGap()))
+            if len(rows) < n:
                 vals = [round(m.getSolVal(sol, b)) for b in pattern]
-                best = stats["objective"][-1]
                 m.freeTransform()
                 m.addCons(quicksum((1 - b) if v == 1 else b for b, v in zip(pattern, vals)) >= 1)
                 if st == "optimal":
